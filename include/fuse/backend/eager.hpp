@@ -1,0 +1,71 @@
+// fuse/backend/eager.hpp - fuse::eager(exec): the unfused baseline. Every interior node is
+// materialised into its own temporary by its own pass, children first, as an unfused framework
+// runs; temporaries come from a caching pool so that the comparison measures memory traffic.
+#pragma once
+
+#include "fuse/core/map_expr.hpp"
+#include "fuse/core/pool.hpp"
+
+namespace fuse {
+
+template <class Exec>
+struct eager {
+  Exec exec;
+  static constexpr memory_space space = Exec::space;
+  explicit eager(Exec e = Exec{}) : exec(e) {}
+};
+
+namespace detail {
+
+template <class E>
+inline constexpr bool is_eager_v = false;
+template <class X>
+inline constexpr bool is_eager_v<eager<X>> = true;
+
+template <memory_space S>
+struct allocator_for;
+template <>
+struct allocator_for<memory_space::host> {
+  using type = host_allocator;
+};
+template <>
+struct allocator_for<memory_space::any> {
+  using type = host_allocator;
+};
+
+template <class Exec, class D, class E>
+void assign_fused(const Exec& exec, D&& d, const E& e);
+
+// A node with every interior child replaced by a view of its materialised temporary.
+template <class Exec, class Arena, class E>
+auto with_materialised_children(const Exec& exec, Arena& arena, const E& e);
+
+// The node itself materialised (interior nodes) or kept as it is (leaves, generators, views).
+template <class Exec, class Arena, class E>
+auto materialise(const Exec& exec, Arena& arena, const E& e) {
+  if constexpr (E::kind == node_kind::elementwise) {
+    auto node = with_materialised_children(exec, arena, e);
+    auto tmp = arena.template make<typename E::value_type>(e.shape());
+    assign_fused(exec, tmp, node);
+    return tmp;
+  } else {
+    return e;
+  }
+}
+
+template <class Exec, class Arena, class E>
+auto with_materialised_children(const Exec& exec, Arena& arena, const E& e) {
+  if constexpr (requires { e.args; }) {
+    return apply(
+        [&](const auto&... a) {
+          using node = map_expr<std::remove_cvref_t<decltype(e.f)>, decltype(materialise(exec, arena, a))...>;
+          return node(e.f, materialise(exec, arena, a)...);
+        },
+        e.args);
+  } else {
+    return e;
+  }
+}
+
+}  // namespace detail
+}  // namespace fuse

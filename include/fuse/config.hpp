@@ -1,0 +1,46 @@
+// fuse/config.hpp - portability macros and feature detection. Included by every header.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+// FUSE_HOST_DEVICE marks code that runs on the CPU and, when compiled by nvcc, on the GPU.
+#if defined(__CUDACC__)
+#define FUSE_HOST_DEVICE __host__ __device__
+#define FUSE_DEVICE __device__
+#define FUSE_HAS_CUDA 1
+#else
+#define FUSE_HOST_DEVICE
+#define FUSE_DEVICE
+#define FUSE_HAS_CUDA 0
+#endif
+
+// True only inside the device compilation pass of nvcc.
+#if defined(__CUDA_ARCH__)
+#define FUSE_DEVICE_PASS 1
+#else
+#define FUSE_DEVICE_PASS 0
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define FUSE_INLINE inline __attribute__((always_inline))
+#define FUSE_RESTRICT __restrict__
+#else
+#define FUSE_INLINE inline
+#define FUSE_RESTRICT
+#endif
+
+#define FUSE_PRAGMA(x) _Pragma(#x)
+// Ask the compiler to vectorise the next loop; OpenMP SIMD needs only -fopenmp-simd.
+#if defined(_OPENMP) || defined(FUSE_OPENMP_SIMD)
+#define FUSE_SIMD_LOOP FUSE_PRAGMA(omp simd)
+#else
+#define FUSE_SIMD_LOOP
+#endif
+
+namespace fuse {
+
+using index_t = std::int64_t;
+inline constexpr index_t dyn = -1;
+
+}  // namespace fuse

@@ -1,0 +1,159 @@
+// fuse/core/evaluator.hpp - the kernel-side form of an expression.
+//
+// An expression node is a host object (shapes, owned tensors). To run it, the executor asks the
+// root for an *evaluator*: a small trivially-copyable tree of pointers, strides and functors that
+// can be passed by value to a CPU thread or a CUDA kernel. Iteration is row by row:
+//   seek(outer)  positions every memory tracker at the row given by the outer multi-index
+//                (all axes but the last);
+//   at<Unit>(i)  gives element i of that row; Unit = every tracker has stride 1 along the row,
+//                so the compiler sees contiguous loads and vectorises.
+// Every "tracker" (a pointer into memory, or an affine index such as iota) exposes its strides
+// over the execution axes through for_each_tracker, so the executor can merge axes (collapse)
+// for all of them at once.
+#pragma once
+
+#include <array>
+#include <type_traits>
+#include <utility>
+
+#include "fuse/config.hpp"
+#include "fuse/detail/tuple.hpp"
+
+namespace fuse::detail {
+
+// A fixed-size vector of lanes, for 16-byte loads and stores on CUDA.
+template <class T, int V>
+struct alignas(sizeof(T) * V) lanes {
+  T v[V];
+};
+
+// Offset of the row at `outer` (R-1 leading indices) for one set of strides.
+template <std::size_t R>
+FUSE_HOST_DEVICE FUSE_INLINE index_t row_offset(const index_t* stride, const index_t* outer) {
+  index_t off = 0;
+  for (std::size_t d = 0; d + 1 < R; ++d) off += outer[d] * stride[d];
+  return off;
+}
+
+// What the executor sees of each pointer or affine index in an evaluator: its strides over the
+// execution axes (which it may rewrite when merging axes), and for memory the base address.
+struct tracker {
+  index_t* stride;
+  const void* base;        // nullptr for an affine index
+  std::size_t elem_bytes;
+  index_t span;            // 0: affine in the indices (stride applies); > 0: reads anywhere in [base, base + span)
+};
+
+// Reads T from memory at base + sum(idx[d] * stride[d]).
+template <class T, std::size_t R>
+struct load_eval {
+  using value_type = std::remove_const_t<T>;
+  const value_type* base;
+  index_t stride[R];
+  const value_type* row = nullptr;
+
+  FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t* outer) { row = base + row_offset<R>(stride, outer); }
+  template <bool Unit>
+  FUSE_HOST_DEVICE FUSE_INLINE value_type at(index_t i) const {
+    if constexpr (Unit) return row[i];
+    else return row[i * stride[R - 1]];
+  }
+  template <int V>
+  FUSE_HOST_DEVICE FUSE_INLINE lanes<value_type, V> at_vec(index_t i) const {
+    return *reinterpret_cast<const lanes<value_type, V>*>(row + i);
+  }
+  template <class F>
+  void for_each_tracker(F&& f) { f(tracker{stride, base, sizeof(value_type), 0}); }
+};
+
+// The index itself: sum(idx[d] * stride[d]) (iota is an affine index with one unit stride).
+template <std::size_t R>
+struct affine_eval {
+  using value_type = index_t;
+  index_t stride[R];
+  index_t row = 0;
+
+  FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t* outer) { row = row_offset<R>(stride, outer); }
+  template <bool Unit>
+  FUSE_HOST_DEVICE FUSE_INLINE index_t at(index_t i) const {
+    if constexpr (Unit) return row + i;
+    else return row + i * stride[R - 1];
+  }
+  template <class F>
+  void for_each_tracker(F&& f) { f(tracker{stride, nullptr, 0, 0}); }
+};
+
+// One value everywhere (scalars and fuse::full).
+template <class T>
+struct const_eval {
+  using value_type = T;
+  T value;
+  FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t*) {}
+  template <bool Unit>
+  FUSE_HOST_DEVICE FUSE_INLINE T at(index_t) const { return value; }
+  template <class F>
+  void for_each_tracker(F&&) {}
+};
+
+// Applies F to its children's values, each first converted by Convert (the node's promotion).
+template <class Result, class Convert, class F, class... E>
+struct map_eval {
+  using value_type = Result;
+  F f;
+  tuple<E...> args;
+
+  FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t* outer) {
+    for_each(args, [&](auto& a) { a.seek(outer); });
+  }
+#if FUSE_HAS_CUDA
+#pragma nv_exec_check_disable
+#endif
+  template <bool Unit>
+  FUSE_HOST_DEVICE FUSE_INLINE Result at(index_t i) const {
+    return at_impl<Unit>(i, std::index_sequence_for<E...>{});
+  }
+  template <class G>
+  void for_each_tracker(G&& g) {
+    for_each(args, [&](auto& a) { a.for_each_tracker(g); });
+  }
+
+ private:
+#if FUSE_HAS_CUDA
+#pragma nv_exec_check_disable
+#endif
+  template <bool Unit, std::size_t... I>
+  FUSE_HOST_DEVICE FUSE_INLINE Result at_impl(index_t i, std::index_sequence<I...>) const {
+    return static_cast<Result>(f(Convert::template apply<I>(get<I>(args).template at<Unit>(i))...));
+  }
+};
+
+// Gather: table[indices[outer axes], inner axes]. The index comes from a child evaluator; the
+// table offset is index * row_stride plus an affine offset over the trailing (table) axes.
+template <class T, std::size_t R, class IndexEval>
+struct take_eval {
+  using value_type = std::remove_const_t<T>;
+  const value_type* base;
+  index_t row_stride;   // table's stride along its axis 0
+  index_t stride[R];    // table's other axes, placed on the output's trailing axes
+  IndexEval index;
+  index_t table_elements;  // the span of the table in elements, for overlap checks
+  index_t row = 0;
+
+  FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t* outer) {
+    row = row_offset<R>(stride, outer);
+    index.seek(outer);
+  }
+  template <bool Unit>
+  FUSE_HOST_DEVICE FUSE_INLINE value_type at(index_t i) const {
+    const index_t k = static_cast<index_t>(index.template at<Unit>(i));
+    if constexpr (Unit) return base[k * row_stride + row + i];
+    else return base[k * row_stride + row + i * stride[R - 1]];
+  }
+  template <class F>
+  void for_each_tracker(F&& f) {
+    f(tracker{stride, base, sizeof(value_type), table_elements});  // read through an index: not affine
+    index.for_each_tracker(f);
+  }
+};
+
+}  // namespace fuse::detail

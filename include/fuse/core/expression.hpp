@@ -1,0 +1,61 @@
+// fuse/core/expression.hpp - the expression concept, node kinds, memory spaces, and how operands are held.
+#pragma once
+
+#include <array>
+#include <concepts>
+#include <type_traits>
+
+#include "fuse/core/extents.hpp"
+
+namespace fuse {
+
+// What a node is, for the planner (TVM's op-pattern lattice, in order).
+enum class node_kind { leaf, elementwise, view, generator, reduction, anchor, opaque };
+
+// Where a leaf's memory lives. `any` is for scalars and generators (full, iota).
+enum class memory_space { any, host, device };
+
+namespace detail {
+// Every node and leaf derives from this tag; scalars do not.
+struct expr_tag {};
+
+constexpr memory_space join_space(memory_space a, memory_space b) {
+  if (a == memory_space::any) return b;
+  if (b == memory_space::any) return a;
+  return a == b ? a : memory_space::any;  // mixing is caught by spaces_compatible
+}
+constexpr bool spaces_compatible(memory_space a, memory_space b) {
+  return a == memory_space::any || b == memory_space::any || a == b;
+}
+}  // namespace detail
+
+// A lazy tensor expression: a tensor, a view, or a node over them.
+template <class E>
+concept expression = std::derived_from<std::remove_cvref_t<E>, detail::expr_tag> && requires(const std::remove_cvref_t<E>& e) {
+  typename std::remove_cvref_t<E>::value_type;
+  { std::remove_cvref_t<E>::rank } -> std::convertible_to<std::size_t>;
+  e.shape();
+};
+
+// A plain arithmetic value used as an operand (a "weak" scalar in NumPy 2's promotion rules).
+template <class T>
+concept scalar = std::is_arithmetic_v<std::remove_cvref_t<T>>;
+
+template <class T>
+concept operand = expression<T> || scalar<T>;
+
+namespace detail {
+
+// The static shape of an expression: extents known at compile time, dyn elsewhere.
+template <class E>
+constexpr auto static_shape_of() {
+  using D = std::remove_cvref_t<E>;
+  if constexpr (requires { D::static_shape; }) return D::static_shape;
+  else return shape_t<D::rank>{};  // filled below
+}
+
+template <class E>
+inline constexpr bool is_weak_v = false;  // specialised by scalar_expr
+
+}  // namespace detail
+}  // namespace fuse

@@ -1,0 +1,155 @@
+// fuse/core/generators.hpp - expressions computed from indices, with no memory of their own:
+// full (a constant), iota (an axis index, for masks) and take (a gather of table rows).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "fuse/core/views.hpp"
+
+namespace fuse {
+
+// Every element is `value`.
+template <class T, std::size_t R>
+struct full_expr : detail::expr_tag {
+  using value_type = T;
+  static constexpr std::size_t rank = R;
+  static constexpr node_kind kind = node_kind::generator;
+  static constexpr memory_space space = memory_space::any;
+  static constexpr shape_t<R> static_shape = dextents<R>::static_shape;
+  static constexpr const char* name = "full";
+
+  shape_t<R> shape_;
+  T value;
+
+  const shape_t<R>& shape() const { return shape_; }
+  template <std::size_t E>
+  detail::const_eval<T> evaluator(const shape_t<E>&) const { return {value}; }
+  template <class F>
+  void visit_leaves(F&&) const {}
+};
+
+template <class T, std::size_t R>
+  requires scalar<T>
+auto full(const shape_t<R>& shape, T value) { return full_expr<T, R>{{}, shape, value}; }
+
+// The index along axis K (an index_t).
+template <std::size_t K, std::size_t R>
+struct iota_expr : detail::expr_tag {
+  using value_type = index_t;
+  static constexpr std::size_t rank = R;
+  static constexpr node_kind kind = node_kind::generator;
+  static constexpr memory_space space = memory_space::any;
+  static constexpr shape_t<R> static_shape = dextents<R>::static_shape;
+  static constexpr const char* name = "iota";
+
+  shape_t<R> shape_;
+
+  const shape_t<R>& shape() const { return shape_; }
+  template <std::size_t E>
+  detail::affine_eval<E> evaluator(const shape_t<E>&) const {
+    shape_t<R> unit{};
+    unit[K] = 1;
+    detail::affine_eval<E> e{};
+    detail::place_strides<E, R>(e.stride, shape_, unit);
+    return e;
+  }
+  template <class F>
+  void visit_leaves(F&&) const {}
+};
+
+template <int K, std::size_t R>
+auto iota(const shape_t<R>& shape) {
+  return iota_expr<detail::normalize_axis<K, R>(), R>{{}, shape};
+}
+
+// table[indices[...], :] (numpy.take along axis 0): shape indices.shape + table.shape[1:].
+template <class Table, class Indices>
+struct take_expr : detail::expr_tag {
+  using value_type = typename Table::value_type;
+  using index_type = typename Indices::value_type;
+  static constexpr std::size_t table_rank = Table::rank;
+  static constexpr std::size_t index_rank = Indices::rank;
+  static constexpr std::size_t rank = index_rank + table_rank - 1;
+  static constexpr node_kind kind = node_kind::generator;
+  static constexpr memory_space space = Table::space;
+  static constexpr shape_t<rank> static_shape = dextents<rank>::static_shape;
+  static constexpr const char* name = "take";
+  static_assert(table_rank >= 1, "fuse::take: the table must have rank >= 1");
+  static_assert(std::is_integral_v<index_type> && !std::is_same_v<index_type, bool>,
+                "fuse::take: indices must have an integer type");
+  static_assert(detail::spaces_compatible(Table::space, Indices::space),
+                "fuse::expression: host and device leaves are mixed in one expression");
+
+  Table table;
+  Indices indices;
+
+  shape_t<rank> shape() const {
+    shape_t<rank> s{};
+    const auto is = indices.shape();
+    const auto ts = table.shape();
+    for (std::size_t i = 0; i < index_rank; ++i) s[i] = is[i];
+    for (std::size_t i = 1; i < table_rank; ++i) s[index_rank + i - 1] = ts[i];
+    return s;
+  }
+
+  // Every index must lie in [0, table.extent(0)): checked before anything is written.
+  void validate() const {
+    if constexpr (Indices::space != memory_space::device) {
+      const index_t rows = table.extent(0);
+      const auto is = indices.shape();
+      const auto st = indices.strides();
+      shape_t<index_rank> idx{};
+      for (index_t n = shape_size(is), k = 0; k < n; ++k) {
+        index_t off = 0;
+        for (std::size_t d = 0; d < index_rank; ++d) off += idx[d] * st[d];
+        const auto v = static_cast<index_t>(indices.data()[off]);
+        if (v < 0 || v >= rows)
+          throw index_error("fuse::take: index " + std::to_string(v) + " is outside [0, " + std::to_string(rows) + ")");
+        for (std::size_t d = index_rank; d-- > 0;)
+          if (++idx[d] < is[d]) break;
+          else idx[d] = 0;
+      }
+    } else {
+      validate_device(*this);  // backend/cuda: copies the indices back and checks them
+    }
+  }
+
+  template <std::size_t E>
+  auto evaluator(const shape_t<E>&) const {
+    // The indices occupy the leading output axes, the table's axes 1.. the trailing ones.
+    constexpr std::size_t trailing = table_rank - 1;
+    using ievalt = detail::load_eval<typename Indices::element_type, E>;
+    ievalt ie{indices.data(), {}};
+    index_t lead[E > trailing ? E - trailing : 1] = {};
+    if constexpr (E >= trailing) {
+      detail::place_strides<E - trailing, index_rank>(lead, indices.shape(), indices.strides());
+      for (std::size_t d = 0; d < E - trailing; ++d) ie.stride[d] = lead[d];
+    }
+    detail::take_eval<typename Table::element_type, E, ievalt> e{table.data(), table.strides()[0], {}, ie, 0, detail::offset_range(table.shape(), table.strides())[1] + 1};
+    const auto ts = table.shape();
+    const auto tst = table.strides();
+    for (std::size_t d = 0; d < E; ++d) e.stride[d] = 0;
+    for (std::size_t i = 1; i < table_rank; ++i)
+      if (ts[i] != 1) e.stride[E - trailing + i - 1] = tst[i];
+    return e;
+  }
+  template <class F>
+  void visit_leaves(F&& f) const {
+    // take reads indices.size() rows of the table.
+    const index_t row_bytes = shape_size(table.shape()) / std::max<index_t>(table.extent(0), 1) *
+                              index_t(sizeof(value_type));
+    f(detail::leaf_info{table.data(), shape_size(indices.shape()) * row_bytes, Table::space});
+    indices.visit_leaves(f);
+  }
+};
+
+template <class Table, class Indices>
+  requires detail::viewable<Table> && detail::viewable<Indices>
+auto take(Table&& table, Indices&& indices) {
+  using TV = decltype(detail::as_view(table));
+  using IV = decltype(detail::as_view(indices));
+  return take_expr<TV, IV>{{}, detail::as_view(table), detail::as_view(indices)};
+}
+
+}  // namespace fuse

@@ -1,0 +1,146 @@
+// fuse/core/iteration.hpp - turning (destination, expression) into an iteration space that any
+// backend can run: the evaluator, merged axes, the unit-stride test, and the overlap check.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "fuse/core/errors.hpp"
+#include "fuse/core/evaluator.hpp"
+#include "fuse/core/leaf.hpp"
+
+namespace fuse::detail {
+
+// A writable destination: pointer, shape and strides (in elements).
+template <class T, std::size_t R>
+struct destination {
+  T* data;
+  shape_t<R> shape;
+  shape_t<R> strides;
+};
+
+template <class D>
+auto destination_of(D& d) {
+  using T = std::remove_reference_t<decltype(*d.data())>;
+  static_assert(!std::is_const_v<T>, "fuse::assign: the destination is read-only (a view of const data)");
+  return destination<T, std::remove_cvref_t<D>::rank>{d.data(), d.shape(), d.strides()};
+}
+
+// Several elements on one address cannot be written (a stride of 0 on an axis of extent > 1).
+template <class T, std::size_t R>
+void check_writable(const destination<T, R>& d) {
+  for (std::size_t i = 0; i < R; ++i)
+    if (d.strides[i] == 0 && d.shape[i] > 1)
+      throw shape_error("fuse::assign: the destination " + format_shape(d.shape) +
+                        " has stride 0 on axis " + std::to_string(i) + " (several elements on one address)");
+}
+
+// The execution rank: at least 1, so a rank-0 destination is one row of one element.
+template <std::size_t R>
+inline constexpr std::size_t exec_rank = R == 0 ? 1 : R;
+
+// An evaluator over a destination, with axes merged where every tracker allows it.
+template <class T, std::size_t R, class Eval>
+struct iteration {
+  static constexpr std::size_t rank = R;
+  T* out;
+  index_t out_stride[R];
+  index_t shape[R];
+  Eval eval;
+  bool unit;  // every tracker and the output have stride 1 along the last axis
+
+  index_t size() const {
+    index_t n = 1;
+    for (auto e : shape) n *= e;
+    return n;
+  }
+};
+
+// Merges neighbouring axes that every stride set (trackers and output) traverses as one, and drops
+// axes of extent 1. Axes are kept right-aligned; freed leading axes get extent 1.
+template <std::size_t R, class Strides>
+void collapse_axes(index_t* shape, Strides& sets) {
+  index_t new_shape[R];
+  std::fill(new_shape, new_shape + R, index_t(1));
+  std::vector<std::array<index_t, R>> new_strides(sets.size());
+  for (auto& s : new_strides) s.fill(0);
+  int w = -1;  // current group position (from the right), -1: none yet
+  int pos = static_cast<int>(R);
+  for (int d = static_cast<int>(R) - 1; d >= 0; --d) {
+    if (shape[d] == 1) continue;
+    bool merge = w >= 0;
+    for (std::size_t k = 0; merge && k < sets.size(); ++k)
+      merge = sets[k][d] == new_strides[k][w] * new_shape[w];
+    if (merge) {
+      new_shape[w] *= shape[d];
+    } else {
+      w = --pos;
+      new_shape[w] = shape[d];
+      for (std::size_t k = 0; k < sets.size(); ++k) new_strides[k][w] = sets[k][d];
+    }
+  }
+  std::copy(new_shape, new_shape + R, shape);
+  for (std::size_t k = 0; k < sets.size(); ++k) std::copy(new_strides[k].begin(), new_strides[k].end(), sets[k]);
+}
+
+template <class T, std::size_t RD, class E>
+auto make_iteration(const destination<T, RD>& dst, const E& e) {
+  constexpr std::size_t R = exec_rank<RD>;
+  shape_t<R> shape{}, ostride{};
+  shape.fill(1);
+  for (std::size_t d = 0; d < RD; ++d) shape[R - RD + d] = dst.shape[d], ostride[R - RD + d] = dst.strides[d];
+  auto ev = e.template evaluator<R>(shape);
+  iteration<T, R, decltype(ev)> it{dst.data, {}, {}, ev, false};
+  std::copy(shape.begin(), shape.end(), it.shape);
+  std::copy(ostride.begin(), ostride.end(), it.out_stride);
+
+  std::vector<index_t*> sets{it.out_stride};
+  it.eval.for_each_tracker([&](const tracker& t) { sets.push_back(t.stride); });
+  collapse_axes<R>(it.shape, sets);
+  it.unit = true;
+  if (it.shape[R - 1] > 1)
+    for (auto* s : sets) it.unit = it.unit && s[R - 1] == 1;
+  return it;
+}
+
+// Byte range [lo, hi] an array touches; lo > hi when empty.
+template <std::size_t R>
+std::array<std::uintptr_t, 2> byte_range(const void* base, std::size_t elem, const index_t* shape, const index_t* stride) {
+  std::intptr_t lo = 0, hi = 0;
+  for (std::size_t d = 0; d < R; ++d) {
+    if (shape[d] == 0) return {1, 0};
+    const std::intptr_t span = static_cast<std::intptr_t>((shape[d] - 1) * stride[d]) * static_cast<std::intptr_t>(elem);
+    (span < 0 ? lo : hi) += span;
+  }
+  const auto b = reinterpret_cast<std::uintptr_t>(base);
+  return {b + lo, b + hi + elem - 1};
+}
+
+// True when evaluating in place could read an element after it was overwritten: some tracker
+// overlaps the destination other than by reading exactly the element being written.
+template <class It>
+bool destination_overlaps(It& it) {
+  constexpr std::size_t R = It::rank;
+  using T = std::remove_pointer_t<decltype(it.out)>;
+  const auto out = byte_range<R>(it.out, sizeof(T), it.shape, it.out_stride);
+  if (out[0] > out[1]) return false;
+  bool overlap = false;
+  it.eval.for_each_tracker([&](const tracker& t) {
+    if (!t.base || overlap) return;
+    std::array<std::uintptr_t, 2> in;
+    if (t.span > 0) {
+      const auto b = reinterpret_cast<std::uintptr_t>(t.base);
+      in = {b, b + static_cast<std::uintptr_t>(t.span) * t.elem_bytes - 1};
+    } else {
+      in = byte_range<R>(t.base, t.elem_bytes, it.shape, t.stride);
+    }
+    if (in[0] > out[1] || out[0] > in[1]) return;
+    bool same = t.span == 0 && t.base == static_cast<const void*>(it.out) && t.elem_bytes == sizeof(T);
+    for (std::size_t d = 0; same && d < R; ++d) same = it.shape[d] == 1 || t.stride[d] == it.out_stride[d];
+    overlap = !same;
+  });
+  return overlap;
+}
+
+}  // namespace fuse::detail

@@ -1,0 +1,65 @@
+// fuse/core/leaf.hpp - what tensors and views share as leaves of an expression: strides placed on
+// the execution axes (broadcasting), their memory footprint for the plan, and element offsets.
+#pragma once
+
+#include <array>
+#include <cstring>
+
+#include "fuse/core/evaluator.hpp"
+#include "fuse/core/expression.hpp"
+
+namespace fuse::detail {
+
+// Row-major strides of a contiguous array.
+template <std::size_t R>
+constexpr shape_t<R> contiguous_strides(const shape_t<R>& s) {
+  shape_t<R> st{};
+  index_t acc = 1;
+  for (std::size_t i = R; i-- > 0;) {
+    st[i] = acc;
+    acc *= s[i];
+  }
+  return st;
+}
+
+// Strides of a rank-L leaf seen through an execution space of rank R: trailing axes aligned,
+// an extent of 1 (or a missing axis) gets stride 0 so that it broadcasts.
+template <std::size_t R, std::size_t L>
+FUSE_HOST_DEVICE constexpr void place_strides(index_t* out, const shape_t<L>& shape, const shape_t<L>& strides) {
+  for (std::size_t d = 0; d < R; ++d) out[d] = 0;
+  for (std::size_t j = 0; j < L; ++j) {
+    const std::ptrdiff_t d = static_cast<std::ptrdiff_t>(R) - static_cast<std::ptrdiff_t>(L) + static_cast<std::ptrdiff_t>(j);
+    if (d >= 0 && shape[j] != 1) out[d] = strides[j];
+  }
+}
+
+// Identity and size of a leaf's memory, for the plan (the bytes a perfect cache would move).
+struct leaf_info {
+  const void* data;
+  index_t bytes;   // distinct bytes the leaf occupies (stride-0 axes count once)
+  memory_space space;
+};
+
+template <std::size_t L>
+constexpr index_t footprint_elements(const shape_t<L>& shape, const shape_t<L>& strides) {
+  index_t n = 1;
+  for (std::size_t j = 0; j < L; ++j) {
+    if (shape[j] == 0) return 0;
+    if (strides[j] != 0) n *= shape[j];
+  }
+  return n;
+}
+
+// [lowest, highest] element offsets a strided array touches (for overlap checks).
+template <std::size_t L>
+constexpr std::array<index_t, 2> offset_range(const shape_t<L>& shape, const shape_t<L>& strides) {
+  index_t lo = 0, hi = 0;
+  for (std::size_t j = 0; j < L; ++j) {
+    if (shape[j] == 0) return {0, -1};
+    const index_t span = (shape[j] - 1) * strides[j];
+    (span < 0 ? lo : hi) += span;
+  }
+  return {lo, hi};
+}
+
+}  // namespace fuse::detail

@@ -1,0 +1,207 @@
+// fuse/core/map_expr.hpp - the elementwise node: a functor applied to broadcast operands.
+//
+// Every operator and math function of fuse is a map_expr over a small functor (ops/*.hpp), and so
+// is fuse::map with a user callable. A functor states:
+//   name        for the plan;
+//   flops       arithmetic operations per element;
+//   promotion   how operand types combine (see `signature` below).
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include "fuse/core/broadcast.hpp"
+#include "fuse/core/promote.hpp"
+#include "fuse/core/scalar.hpp"
+#include "fuse/core/tensor.hpp"
+
+namespace fuse {
+
+// Promotion policies a functor may name.
+namespace promotion {
+struct arith {};      // NumPy 2 promotion; result in that type
+struct floating {};   // as arith, but an integer result becomes double (exp of an int tensor)
+struct predicate {};  // compare in the promoted type, give bool
+struct logical {};    // operands as bool, give bool
+struct select {};     // where(cond, a, b): cond as bool, a and b promoted
+struct none {};       // user callables and casts: operands as they are, result as the callable gives
+}  // namespace promotion
+
+namespace detail {
+
+template <class E>
+using typed_of = typed<typename E::value_type, requires { E::weak; }>;
+
+// Converts operand I's value to the type the functor computes in.
+template <class Compute, class First = Compute>
+struct convert_to {
+  template <std::size_t I, class V>
+  FUSE_HOST_DEVICE FUSE_INLINE static constexpr auto apply(V v) {
+    if constexpr (I == 0) return static_cast<First>(v);
+    else return static_cast<Compute>(v);
+  }
+};
+struct convert_none {
+  template <std::size_t I, class V>
+  FUSE_HOST_DEVICE FUSE_INLINE static constexpr V apply(V v) { return v; }
+};
+
+// signature<Policy, F, Args...>: result type and operand conversion of a node.
+template <class Policy, class F, class... A>
+struct signature;
+template <class F, class... A>
+struct signature<promotion::arith, F, A...> {
+  using result = promote_t<typed_of<A>...>;
+  using convert = convert_to<compute_t<result>>;
+};
+template <class F, class... A>
+struct signature<promotion::floating, F, A...> {
+  using result = float_result_t<promote_t<typed_of<A>...>>;
+  using convert = convert_to<compute_t<result>>;
+};
+template <class F, class... A>
+struct signature<promotion::predicate, F, A...> {
+  using result = bool;
+  using convert = convert_to<compute_t<promote_t<typed_of<A>...>>>;
+};
+template <class F, class... A>
+struct signature<promotion::logical, F, A...> {
+  using result = bool;
+  using convert = convert_to<bool>;
+};
+template <class F, class C, class... A>
+struct signature<promotion::select, F, C, A...> {
+  using result = promote_t<typed_of<A>...>;
+  using convert = convert_to<compute_t<result>, bool>;
+};
+template <class F, class... A>
+struct signature<promotion::none, F, A...> {
+  using result = std::remove_cvref_t<std::invoke_result_t<const F&, typename A::value_type...>>;
+  using convert = convert_none;
+};
+
+template <class F>
+using promotion_of = typename F::promotion;
+
+// Wraps an operand for storage in a node (see detail::hold): tensors by reference, scalars as weak
+// rank-0 leaves, everything else by value.
+template <class A>
+constexpr auto hold_operand(A&& a) {
+  using D = std::remove_cvref_t<A>;
+  if constexpr (scalar<D>) return scalar_expr<D>{{}, a};
+  else if constexpr (is_tensor_v<D> && std::is_lvalue_reference_v<A>) return a.view();
+  else return D(std::forward<A>(a));
+}
+template <class A>
+using held_t = decltype(hold_operand(std::declval<A>()));
+
+template <class... A>
+constexpr memory_space common_space() {
+  memory_space s = memory_space::any;
+  ((s = join_space(s, A::space)), ...);
+  return s;
+}
+template <class... A>
+constexpr bool spaces_agree() {
+  bool ok = true;
+  memory_space s = memory_space::any;
+  ((ok = ok && spaces_compatible(s, A::space), s = join_space(s, A::space)), ...);
+  return ok;
+}
+
+template <std::size_t... R>
+constexpr std::size_t max_rank() {
+  std::size_t m = 0;
+  ((m = R > m ? R : m), ...);
+  return m;
+}
+
+// Static shape of broadcasting all operands; fails to compile naming the first mismatching pair.
+template <class First, class... Rest>
+constexpr auto static_broadcast_all() {
+  if constexpr (sizeof...(Rest) == 0) {
+    return First::static_shape;
+  } else {
+    constexpr auto rest = static_broadcast_all<Rest...>();
+    static_assert(check_static_broadcast<First::static_shape, rest>());
+    return static_broadcast(First::static_shape, rest).shape;
+  }
+}
+
+}  // namespace detail
+
+// f applied elementwise to broadcast operands.
+template <class F, class... Args>
+struct map_expr : detail::expr_tag {
+  static_assert(detail::spaces_agree<Args...>(),
+                "fuse::expression: host and device leaves are mixed in one expression");
+
+  using signature = detail::signature<detail::promotion_of<F>, F, Args...>;
+  using value_type = typename signature::result;
+  static constexpr std::size_t rank = detail::max_rank<Args::rank...>();
+  static constexpr node_kind kind = node_kind::elementwise;
+  static constexpr memory_space space = detail::common_space<Args...>();
+  static constexpr shape_t<rank> static_shape = detail::static_broadcast_all<Args...>();
+
+  F f;
+  detail::tuple<Args...> args;
+  shape_t<rank> shape_;
+
+  template <class... A>
+  explicit map_expr(F fn, A&&... a) : f(fn), args(std::forward<A>(a)...), shape_(broadcast_all()) {}
+
+  const shape_t<rank>& shape() const { return shape_; }
+  index_t size() const { return shape_size(shape_); }
+
+  template <std::size_t R>
+  auto evaluator(const shape_t<R>& out) const {
+    return detail::apply(
+        [&](const auto&... a) {
+          using eval = detail::map_eval<value_type, typename signature::convert, F,
+                                        decltype(a.template evaluator<R>(out))...>;
+          return eval{f, detail::tuple<decltype(a.template evaluator<R>(out))...>(a.template evaluator<R>(out)...)};
+        },
+        args);
+  }
+  template <class G>
+  void visit_leaves(G&& g) const {
+    detail::for_each(args, [&](const auto& a) { a.visit_leaves(g); });
+  }
+
+ private:
+  shape_t<rank> broadcast_all() const {
+    shape_t<rank> s{};
+    s.fill(1);
+    detail::for_each(args, [&](const auto& a) {
+      const auto as = a.shape();
+      for (std::size_t d = 0; d < a.rank; ++d) {
+        index_t& o = s[rank - a.rank + d];
+        if (o == 1) o = as[d];
+        else if (as[d] != 1 && as[d] != o) broadcast_error(a);
+      }
+    });
+    return s;
+  }
+  template <class A>
+  [[noreturn]] void broadcast_error(const A& bad) const {
+    // Name the first operand whose shape disagrees with bad's, and bad itself.
+    std::string msg;
+    detail::for_each(args, [&](const auto& a) {
+      if (!msg.empty() || static_cast<const void*>(&a) == static_cast<const void*>(&bad)) return;
+      try {
+        detail::broadcast_shapes(a.shape(), bad.shape(), F::name);
+      } catch (const shape_error& e) {
+        msg = e.what();
+      }
+    });
+    throw shape_error(msg.empty() ? std::string("fuse::") + F::name + ": shapes do not broadcast" : msg);
+  }
+};
+
+// Builds a map_expr, holding each operand as detail::hold_operand says.
+template <class F, class... A>
+auto make_map(F f, A&&... a) {
+  return map_expr<F, detail::held_t<A>...>(f, detail::hold_operand(std::forward<A>(a))...);
+}
+
+}  // namespace fuse

@@ -1,0 +1,88 @@
+// fuse/core/promote.hpp - NumPy 2 type promotion: strong operands combine by std::common_type, weak
+// (plain scalar) operands adopt the strong type of their kind; a float scalar with an integer tensor
+// gives double. Half and bfloat16 are computed in float and stored in their own type.
+#pragma once
+
+#include <type_traits>
+
+#include "fuse/config.hpp"
+
+namespace fuse::detail {
+
+// Types stored in 16 bits but computed in fp32 (specialised for __half / __nv_bfloat16 in CUDA builds).
+template <class T>
+struct compute_type {
+  using type = T;
+};
+template <class T>
+using compute_t = typename compute_type<T>::type;
+
+template <class T>
+inline constexpr bool is_floating_v = std::is_floating_point_v<compute_t<T>>;
+
+// Value type and weakness of an operand.
+template <class V, bool Weak>
+struct typed {
+  using type = V;
+  static constexpr bool weak = Weak;
+};
+
+template <class A, class B>
+struct common_or_void {
+  using type = std::common_type_t<A, B>;
+};
+template <class B>
+struct common_or_void<void, B> {
+  using type = B;
+};
+template <class A>
+struct common_or_void<A, void> {
+  using type = A;
+};
+template <>
+struct common_or_void<void, void> {
+  using type = void;
+};
+
+// The common type of the strong (non-scalar) operands; void when there are none.
+template <class... T>
+struct strong_common {
+  using type = void;
+};
+template <class T, class... Rest>
+struct strong_common<T, Rest...> {
+  using type = typename common_or_void<std::conditional_t<T::weak, void, typename T::type>,
+                                       typename strong_common<Rest...>::type>::type;
+};
+
+// Applies one weak scalar of type S to a strong type P.
+template <class P, class S>
+using adopt_weak_t = std::conditional_t<
+    std::is_floating_point_v<S> && !is_floating_v<P>, double,
+    std::conditional_t<std::is_integral_v<S> && std::is_same_v<P, bool> && !std::is_same_v<S, bool>, long long, P>>;
+
+template <class P, class... T>
+struct apply_weak {
+  using type = P;
+};
+template <class P, class T, class... Rest>
+struct apply_weak<P, T, Rest...> {
+  using next = std::conditional_t<T::weak, adopt_weak_t<P, typename T::type>, P>;
+  using type = typename apply_weak<next, Rest...>::type;
+};
+
+// promote_t<typed<V, weak>...>: the NumPy 2 result type of combining these operands.
+template <class... T>
+struct promote {
+  using strong = typename strong_common<T...>::type;
+  using base = std::conditional_t<std::is_void_v<strong>, std::common_type_t<typename T::type...>, strong>;
+  using type = std::conditional_t<std::is_void_v<strong>, base, typename apply_weak<base, T...>::type>;
+};
+template <class... T>
+using promote_t = typename promote<T...>::type;
+
+// A floating-point function of an integer gives double.
+template <class T>
+using float_result_t = std::conditional_t<is_floating_v<T>, T, double>;
+
+}  // namespace fuse::detail

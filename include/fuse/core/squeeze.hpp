@@ -1,0 +1,124 @@
+// fuse/core/squeeze.hpp - squeeze<k> / unsqueeze<k> of any expression.
+//
+// An axis of extent 1 is inserted or removed by pushing the change down to the leaves: a node's
+// operands are aligned on trailing axes, so axis k of the node is axis k - (rank - operand rank) of
+// each operand (or none, when negative). The tree keeps its shape, so fusion is unaffected.
+#pragma once
+
+#include "fuse/core/generators.hpp"
+#include "fuse/core/map_expr.hpp"
+
+namespace fuse {
+
+namespace detail {
+
+template <std::size_t R>
+constexpr shape_t<R + 1> insert_at(const shape_t<R>& s, std::size_t k, index_t v) {
+  shape_t<R + 1> o{};
+  for (std::size_t i = 0, j = 0; i <= R; ++i) o[i] = i == k ? v : s[j++];
+  return o;
+}
+template <std::size_t R>
+constexpr shape_t<R - 1> remove_at(const shape_t<R>& s, std::size_t k) {
+  shape_t<R - 1> o{};
+  for (std::size_t i = 0, j = 0; i < R; ++i)
+    if (i != k) o[j++] = s[i];
+  return o;
+}
+
+// Insert (Insert=true) or remove axis K of e, which has rank e.rank.
+template <bool Insert, std::size_t K, class E>
+auto reshape_axis(const E& e);
+
+template <bool Insert, std::size_t K, std::size_t R>
+void check_squeezable(const shape_t<R>& s) {
+  if constexpr (!Insert)
+    if (s[K] != 1)
+      throw shape_error("fuse::squeeze: axis " + std::to_string(K) + " of " + format_shape(s) + " has extent " +
+                        std::to_string(s[K]) + ", not 1");
+}
+
+template <bool Insert, std::size_t K, class T, class Ext, bool S, memory_space M>
+auto reshape_axis_impl(const basic_view<T, Ext, S, M>& v) {
+  constexpr std::size_t R = Ext::rank;
+  check_squeezable<Insert, K>(v.shape());
+  if constexpr (Insert)
+    return strided_view<T, R + 1, M>(v.data(), extents_from_shape<R + 1, dextents<R + 1>>(insert_at(v.shape(), K, 1)),
+                                     insert_at(v.strides(), K, 0));
+  else
+    return strided_view<T, R - 1, M>(v.data(), extents_from_shape<R - 1, dextents<R - 1>>(remove_at(v.shape(), K)),
+                                     remove_at(v.strides(), K));
+}
+template <bool Insert, std::size_t K, class T>
+auto reshape_axis_impl(const scalar_expr<T>& s) { return s; }
+template <bool Insert, std::size_t K, class T, std::size_t R>
+auto reshape_axis_impl(const full_expr<T, R>& f) {
+  check_squeezable<Insert, K>(f.shape());
+  if constexpr (Insert) return full_expr<T, R + 1>{{}, insert_at(f.shape(), K, 1), f.value};
+  else return full_expr<T, R - 1>{{}, remove_at(f.shape(), K), f.value};
+}
+template <bool Insert, std::size_t K, std::size_t A, std::size_t R>
+auto reshape_axis_impl(const iota_expr<A, R>& f) {
+  check_squeezable<Insert, K>(f.shape());
+  if constexpr (Insert) return iota_expr<(A >= K ? A + 1 : A), R + 1>{{}, insert_at(f.shape(), K, 1)};
+  else if constexpr (A == K) return full_expr<index_t, R - 1>{{}, remove_at(f.shape(), K), 0};  // the index along an extent-1 axis is 0
+  else return iota_expr<(A > K ? A - 1 : A), R - 1>{{}, remove_at(f.shape(), K)};
+}
+template <bool Insert, std::size_t K, class Table, class Indices>
+auto reshape_axis_impl(const take_expr<Table, Indices>& t) {
+  check_squeezable<Insert, K>(t.shape());
+  constexpr std::size_t ri = Indices::rank;
+  if constexpr (K < ri || (Insert && K == ri)) {
+    auto idx = reshape_axis_impl<Insert, K>(t.indices);
+    return take_expr<Table, decltype(idx)>{{}, t.table, idx};
+  } else {
+    auto tab = reshape_axis_impl<Insert, K - ri + 1>(t.table);
+    return take_expr<decltype(tab), Indices>{{}, tab, t.indices};
+  }
+}
+template <bool Insert, std::size_t K, class F, class... A>
+auto reshape_axis_impl(const map_expr<F, A...>& m) {
+  constexpr std::size_t R = map_expr<F, A...>::rank;
+  check_squeezable<Insert, K>(m.shape());
+  return apply(
+      [&](const auto&... a) {
+        auto child = [&]<class C>(const C& c) {
+          if constexpr (K + C::rank < R) return c;  // the operand does not have this axis
+          else return reshape_axis_impl<Insert, K + C::rank - R>(c);
+        };
+        return map_expr<F, decltype(child(a))...>(m.f, child(a)...);
+      },
+      m.args);
+}
+
+template <bool Insert, std::size_t K, class E>
+auto reshape_axis(const E& e) {
+  if constexpr (requires { reshape_axis_impl<Insert, K>(e); }) {
+    return reshape_axis_impl<Insert, K>(e);
+  } else {
+    static_assert(sizeof(E) == 0, "fuse::squeeze: this kind of expression cannot change its rank");
+  }
+}
+
+}  // namespace detail
+
+// Removes axis K, which must have extent 1 (else fuse::shape_error).
+template <int K, class E>
+  requires expression<E>
+auto squeeze(E&& e) {
+  constexpr std::size_t R = std::remove_cvref_t<E>::rank;
+  static_assert(R > 0, "fuse::squeeze: a rank-0 expression has no axis to remove");
+  constexpr std::size_t k = detail::normalize_axis<K, R>();
+  return detail::reshape_axis<false, k>(detail::hold_operand(std::forward<E>(e)));
+}
+
+// Inserts an axis of extent 1 before axis K (K may equal the rank: a new last axis).
+template <int K, class E>
+  requires expression<E>
+auto unsqueeze(E&& e) {
+  constexpr std::size_t R = std::remove_cvref_t<E>::rank;
+  constexpr std::size_t k = detail::normalize_axis<K, R + 1>();
+  return detail::reshape_axis<true, k>(detail::hold_operand(std::forward<E>(e)));
+}
+
+}  // namespace fuse

@@ -1,0 +1,125 @@
+// fuse/core/tensor.hpp - owning, contiguous, row-major arrays (host: 64-byte aligned).
+#pragma once
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <new>
+
+#include "fuse/core/view.hpp"
+
+namespace fuse {
+
+namespace detail {
+// 64-byte aligned host memory (a cache line; also the widest SIMD load).
+struct host_allocator {
+  static constexpr memory_space space = memory_space::host;
+  static void* allocate(std::size_t bytes) {
+    if (bytes == 0) return nullptr;
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!p) throw std::bad_alloc();
+    return p;
+  }
+  static void deallocate(void* p) noexcept { std::free(p); }
+  static void copy(void* dst, const void* src, std::size_t bytes) {
+    if (bytes) std::memcpy(dst, src, bytes);
+  }
+};
+}  // namespace detail
+
+// An owning array of `Rank` dynamic extents in the memory `Alloc` manages.
+template <class T, std::size_t Rank, class Alloc>
+class basic_tensor : public detail::expr_tag {
+ public:
+  using value_type = T;
+  static constexpr std::size_t rank = Rank;
+  static constexpr node_kind kind = node_kind::leaf;
+  static constexpr memory_space space = Alloc::space;
+  static constexpr shape_t<rank> static_shape = dextents<Rank>::static_shape;
+  using view_type = basic_view<T, dextents<Rank>, false, space>;
+  using const_view_type = basic_view<const T, dextents<Rank>, false, space>;
+
+  basic_tensor() = default;
+  template <std::integral... I>
+    requires(sizeof...(I) == Rank)
+  explicit basic_tensor(I... e) : basic_tensor(shape_t<Rank>{static_cast<index_t>(e)...}) {}
+  explicit basic_tensor(const shape_t<Rank>& shape) : shape_(shape) {
+    for (auto e : shape)
+      if (e < 0) throw shape_error("fuse::tensor: negative extent in " + detail::format_shape(shape));
+    data_.reset(static_cast<T*>(Alloc::allocate(bytes())));
+  }
+
+  basic_tensor(const basic_tensor& o) : basic_tensor(o.shape_) { Alloc::copy(data(), o.data(), bytes()); }
+  basic_tensor(basic_tensor&&) noexcept = default;
+  basic_tensor& operator=(const basic_tensor& o) {
+    if (this != &o) *this = basic_tensor(o);
+    return *this;
+  }
+  basic_tensor& operator=(basic_tensor&&) noexcept = default;
+
+  // Any other expression (or a scalar) is written into the existing storage: fuse::assign.
+  template <class E>
+    requires(operand<E> && !std::is_same_v<std::remove_cvref_t<E>, basic_tensor>)
+  basic_tensor& operator=(E&& e) {
+    assign(*this, std::forward<E>(e));
+    return *this;
+  }
+
+  T* data() { return data_.get(); }
+  const T* data() const { return data_.get(); }
+  const shape_t<Rank>& shape() const { return shape_; }
+  index_t extent(std::size_t i) const { return shape_[i]; }
+  index_t size() const { return shape_size(shape_); }
+  shape_t<Rank> strides() const { return detail::contiguous_strides(shape_); }
+  std::size_t bytes() const { return static_cast<std::size_t>(size()) * sizeof(T); }
+
+  view_type view() { return view_type(data(), detail::extents_from_shape<Rank, dextents<Rank>>(shape_)); }
+  const_view_type view() const { return const_view_type(data(), detail::extents_from_shape<Rank, dextents<Rank>>(shape_)); }
+
+  template <std::integral... I>
+    requires(sizeof...(I) == Rank && space != memory_space::device)
+  T& operator()(I... i) { return view()(i...); }
+  template <std::integral... I>
+    requires(sizeof...(I) == Rank && space != memory_space::device)
+  const T& operator()(I... i) const { return view()(i...); }
+
+  // --- leaf protocol (a tensor moved into an expression is read like its view) ---
+  template <std::size_t R>
+  detail::load_eval<const T, R> evaluator(const shape_t<R>& out) const { return view().evaluator(out); }
+  template <class F>
+  void visit_leaves(F&& f) const { view().visit_leaves(f); }
+
+ private:
+  struct deleter {
+    void operator()(T* p) const noexcept { Alloc::deallocate(p); }
+  };
+  std::unique_ptr<T, deleter> data_;
+  shape_t<Rank> shape_{};
+};
+
+template <class T, std::size_t Rank>
+using tensor = basic_tensor<T, Rank, detail::host_allocator>;
+
+namespace detail {
+template <class V>
+inline constexpr bool is_tensor_v = false;
+template <class T, std::size_t R, class A>
+inline constexpr bool is_tensor_v<basic_tensor<T, R, A>> = true;
+
+// How an operand is stored in a node: tensors by reference (as a view) when lvalues, moved in when
+// rvalues; views and nodes by value.
+template <class A>
+struct hold {
+  using type = std::remove_cvref_t<A>;
+};
+template <class T, std::size_t R, class Al>
+struct hold<basic_tensor<T, R, Al>&> {
+  using type = typename basic_tensor<T, R, Al>::view_type;
+};
+template <class T, std::size_t R, class Al>
+struct hold<const basic_tensor<T, R, Al>&> {
+  using type = typename basic_tensor<T, R, Al>::const_view_type;
+};
+}  // namespace detail
+
+}  // namespace fuse

@@ -1,0 +1,120 @@
+// fuse/core/view.hpp - non-owning views of host (and device) memory: contiguous or strided.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "fuse/core/errors.hpp"
+#include "fuse/core/leaf.hpp"
+
+namespace fuse {
+
+// A view of memory in `Space`, with extents `Ext` (static or dynamic) and, when `Strided`, arbitrary
+// strides in elements. Views are held by value in expressions; `v = e` writes elements, never rebinds.
+template <class T, class Ext, bool Strided = false, memory_space Space = memory_space::host>
+class basic_view : public detail::expr_tag {
+ public:
+  using value_type = std::remove_const_t<T>;
+  using element_type = T;
+  using extents_type = Ext;
+  static constexpr std::size_t rank = Ext::rank;
+  static constexpr node_kind kind = node_kind::leaf;
+  static constexpr memory_space space = Space;
+  static constexpr shape_t<rank> static_shape = Ext::static_shape;
+  static constexpr bool is_strided = Strided;
+
+  constexpr basic_view() = default;
+  constexpr basic_view(T* data, const Ext& ext) requires(!Strided) : data_(data), ext_(ext) {}
+  constexpr basic_view(T* data, const Ext& ext, const shape_t<rank>& strides) requires(Strided)
+      : data_(data), ext_(ext), strides_(strides) {}
+  constexpr basic_view(const basic_view&) = default;
+
+  // Writes elements (fuse::assign); a view is never rebound.
+  basic_view& operator=(const basic_view& other) {
+    assign(*this, other);
+    return *this;
+  }
+  template <class E>
+    requires(operand<E>)
+  basic_view& operator=(E&& e) {
+    assign(*this, std::forward<E>(e));
+    return *this;
+  }
+
+  constexpr T* data() const { return data_; }
+  constexpr const Ext& extents() const { return ext_; }
+  constexpr shape_t<rank> shape() const { return ext_.shape(); }
+  constexpr index_t extent(std::size_t i) const { return ext_.extent(i); }
+  constexpr index_t size() const { return shape_size(shape()); }
+  constexpr shape_t<rank> strides() const {
+    if constexpr (Strided) return strides_;
+    else return detail::contiguous_strides(shape());
+  }
+  constexpr const basic_view& view() const { return *this; }
+
+  template <std::integral... I>
+    requires(sizeof...(I) == rank && Space != memory_space::device)
+  T& operator()(I... i) const {
+    const shape_t<rank> idx{static_cast<index_t>(i)...};
+    const auto st = strides();
+    index_t off = 0;
+    for (std::size_t d = 0; d < rank; ++d) off += idx[d] * st[d];
+    return data_[off];
+  }
+
+  // --- leaf protocol ---
+  template <std::size_t R>
+  detail::load_eval<T, R> evaluator(const shape_t<R>&) const {
+    detail::load_eval<T, R> e{data_, {}};
+    detail::place_strides<R, rank>(e.stride, shape(), strides());
+    return e;
+  }
+  template <class F>
+  void visit_leaves(F&& f) const {
+    f(detail::leaf_info{data_, detail::footprint_elements(shape(), strides()) * index_t(sizeof(T)), Space});
+  }
+
+ private:
+  T* data_ = nullptr;
+  [[no_unique_address]] Ext ext_{};
+  [[no_unique_address]] std::conditional_t<Strided, shape_t<rank>, detail::tuple<>> strides_{};
+};
+
+template <class T, std::size_t R, memory_space S = memory_space::host>
+using strided_view = basic_view<T, dextents<R>, true, S>;
+
+// --- fuse::view(...) ---
+
+template <class T, std::integral... I>
+constexpr auto view(T* data, I... e) {
+  return basic_view<T, dextents<sizeof...(I)>>(data, dextents<sizeof...(I)>{static_cast<index_t>(e)...});
+}
+template <class T, index_t... E>
+constexpr auto view(T* data, const extents<E...>& ext) {
+  return basic_view<T, extents<E...>>(data, ext);
+}
+template <class T, std::size_t R>
+constexpr auto view(T* data, const shape_t<R>& shape, const shape_t<R>& strides) {
+  return strided_view<T, R>(data, detail::extents_from_shape<R, dextents<R>>(shape), strides);
+}
+template <class T, std::size_t N>
+constexpr auto view(std::span<T, N> s) {
+  return view(s.data(), static_cast<index_t>(s.size()));
+}
+template <class T, class A>
+constexpr auto view(std::vector<T, A>& v) {
+  return view(v.data(), static_cast<index_t>(v.size()));
+}
+template <class T, class A>
+constexpr auto view(const std::vector<T, A>& v) {
+  return view(v.data(), static_cast<index_t>(v.size()));
+}
+
+namespace detail {
+template <class V>
+inline constexpr bool is_view_v = false;
+template <class T, class Ext, bool S, memory_space M>
+inline constexpr bool is_view_v<basic_view<T, Ext, S, M>> = true;
+}  // namespace detail
+
+}  // namespace fuse

@@ -1,0 +1,125 @@
+// fuse/core/views.hpp - strided views of a leaf: transpose, permute, slice, reshape.
+// They are index arithmetic over the same memory: no copy, no kernel.
+#pragma once
+
+#include <algorithm>
+
+#include "fuse/core/tensor.hpp"
+
+namespace fuse {
+
+namespace detail {
+template <class L>
+concept viewable = is_view_v<std::remove_cvref_t<L>> || (is_tensor_v<std::remove_cvref_t<L>> && std::is_lvalue_reference_v<L>);
+
+// The view of a tensor lvalue, or the view itself.
+template <class L>
+constexpr auto as_view(L&& l) {
+  if constexpr (is_tensor_v<std::remove_cvref_t<L>>) return l.view();
+  else return l;
+}
+
+template <class V>
+using element_of = typename std::remove_cvref_t<decltype(as_view(std::declval<V>()))>::element_type;
+template <class V>
+inline constexpr memory_space space_of = std::remove_cvref_t<V>::space;
+
+template <class V, std::size_t R>
+constexpr auto make_strided(V&& v, index_t offset, const shape_t<R>& shape, const shape_t<R>& strides) {
+  auto base = as_view(v);
+  using T = typename decltype(base)::element_type;
+  return strided_view<T, R, decltype(base)::space>(base.data() + offset, extents_from_shape<R, dextents<R>>(shape), strides);
+}
+
+template <int K, std::size_t R>
+constexpr std::size_t normalize_axis() {
+  static_assert(K >= -static_cast<int>(R) && K < static_cast<int>(R), "fuse::axis: axis out of range for this rank");
+  return static_cast<std::size_t>(K < 0 ? K + static_cast<int>(R) : K);
+}
+}  // namespace detail
+
+// Axes reordered: result axis i is source axis P[i] (numpy.transpose(v, P)).
+template <std::size_t... P, class V>
+  requires detail::viewable<V>
+constexpr auto permute(V&& v) {
+  constexpr std::size_t R = std::remove_cvref_t<V>::rank;
+  static_assert(sizeof...(P) == R, "fuse::permute: give one axis per dimension");
+  constexpr std::array<std::size_t, sizeof...(P)> p{P...};
+  static_assert([&] {
+    for (std::size_t i = 0; i < R; ++i)
+      if (std::count(p.begin(), p.end(), i) != 1) return false;
+    return true;
+  }(), "fuse::permute: the axes must be a permutation of 0..rank-1");
+  const auto shape = v.shape();
+  const auto strides = v.strides();
+  shape_t<R> s{}, st{};
+  for (std::size_t i = 0; i < R; ++i) s[i] = shape[p[i]], st[i] = strides[p[i]];
+  return detail::make_strided(std::forward<V>(v), 0, s, st);
+}
+
+// All axes reversed, like numpy.transpose(v).
+template <class V>
+  requires detail::viewable<V>
+constexpr auto transpose(V&& v) {
+  constexpr std::size_t R = std::remove_cvref_t<V>::rank;
+  const auto shape = v.shape();
+  const auto strides = v.strides();
+  shape_t<R> s{}, st{};
+  for (std::size_t i = 0; i < R; ++i) s[i] = shape[R - 1 - i], st[i] = strides[R - 1 - i];
+  return detail::make_strided(std::forward<V>(v), 0, s, st);
+}
+
+// Part of axis K: [begin, end) with step, as Python slicing (negatives count from the end, clamped).
+template <int K, class V>
+  requires detail::viewable<V>
+constexpr auto slice(V&& v, index_t begin, index_t end, index_t step = 1) {
+  constexpr std::size_t R = std::remove_cvref_t<V>::rank;
+  constexpr std::size_t k = detail::normalize_axis<K, R>();
+  if (step < 1) throw shape_error("fuse::slice: step must be >= 1, got " + std::to_string(step));
+  auto shape = v.shape();
+  auto strides = v.strides();
+  const index_t n = shape[k];
+  auto clampi = [n](index_t i) { return std::clamp<index_t>(i < 0 ? i + n : i, 0, n); };
+  const index_t b = clampi(begin), e = std::max(clampi(end), clampi(begin));
+  shape[k] = (e - b + step - 1) / step;
+  const index_t offset = shape[k] > 0 ? b * strides[k] : 0;
+  strides[k] *= step;
+  return detail::make_strided(std::forward<V>(v), offset, shape, strides);
+}
+
+// New extents over a contiguous leaf; one extent may be fuse::dyn (inferred).
+template <class V, std::integral... I>
+  requires detail::viewable<V>
+constexpr auto reshape(V&& v, I... e) {
+  constexpr std::size_t R = std::remove_cvref_t<V>::rank;
+  constexpr std::size_t N = sizeof...(I);
+  const auto shape = v.shape();
+  const auto strides = v.strides();
+  // Contiguous: every axis of extent > 1 has the row-major stride of the axes after it.
+  index_t expect = 1;
+  for (std::size_t d = R; d-- > 0;) {
+    if (shape[d] != 1 && strides[d] != expect)
+      throw shape_error("fuse::reshape: the source " + detail::format_shape(shape) + " is not contiguous");
+    expect *= shape[d];
+  }
+  shape_t<N> s{static_cast<index_t>(e)...};
+  const index_t total = shape_size(shape);
+  index_t known = 1;
+  int inferred = -1;
+  for (std::size_t i = 0; i < N; ++i) {
+    if (s[i] == dyn) {
+      if (inferred >= 0) throw shape_error("fuse::reshape: only one extent may be fuse::dyn");
+      inferred = static_cast<int>(i);
+    } else {
+      known *= s[i];
+    }
+  }
+  if (inferred >= 0) s[inferred] = known == 0 ? 0 : total / known;
+  if (shape_size(s) != total)
+    throw shape_error("fuse::reshape: cannot view " + detail::format_shape(shape) + " as " + detail::format_shape(s));
+  auto base = detail::as_view(v);
+  using T = typename decltype(base)::element_type;
+  return basic_view<T, dextents<N>, false, decltype(base)::space>(base.data(), detail::extents_from_shape<N, dextents<N>>(s));
+}
+
+}  // namespace fuse

@@ -1,0 +1,21 @@
+// fuse/fuse.hpp - the one header users include. It only includes.
+#pragma once
+
+#include "fuse/config.hpp"
+#include "fuse/core/assign.hpp"
+#include "fuse/core/generators.hpp"
+#include "fuse/core/squeeze.hpp"
+#include "fuse/core/tensor.hpp"
+#include "fuse/core/view.hpp"
+#include "fuse/core/views.hpp"
+#include "fuse/ops/activation.hpp"
+#include "fuse/ops/arith.hpp"
+#include "fuse/ops/compare.hpp"
+#include "fuse/ops/math.hpp"
+#include "fuse/ops/select.hpp"
+#include "fuse/plan/fusion.hpp"
+#include "fuse/plan/report.hpp"
+
+#if FUSE_HAS_CUDA
+#include "fuse/backend/cuda/cuda.hpp"
+#endif

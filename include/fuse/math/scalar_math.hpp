@@ -1,0 +1,353 @@
+// fuse/math/scalar_math.hpp - branch-free scalar math for fused kernels.
+//
+// Why this exists: libm's expf/tanhf/... are opaque calls, so without -ffast-math
+// GCC and clang cannot vectorise a loop that uses them.  The float functions here
+// are written with only +,-,*,/, fma, integer bit tricks and selects (?:) on
+// values that are always computed, so a `FUSE_SIMD_LOOP for (...) y[i] = f(x[i]);`
+// loop turns into straight-line SIMD code.  The same functor code runs in CUDA
+// kernels: in nvcc's device pass every function forwards to the CUDA builtin.
+//
+// Float implementations: Cephes-style range reduction + polynomial (Cephes
+// coefficients for exp/log/tanh/sin/cos; erf coefficients fitted for this file).
+// Double overloads call std:: on the host (correct, but not vectorised) and the
+// CUDA double builtins on the device.
+//
+// Semantics (float, host): IEEE/NumPy special values - NaN in -> NaN out,
+// exp(+-inf) = inf/0, overflow -> inf, log(0) = -inf, log(<0) = NaN, tanh/erf(+-inf)
+// = +-1, sigmoid(+-inf) = 1/0, sin/cos(inf) = NaN.  Signed zeros are kept where
+// the function is odd.  Subnormal results are produced, not flushed.
+//
+// Measured max error vs a long double reference (every 3rd float in range, see
+// tests/math/test_scalar_math.cpp), with and without FMA:
+//   exp 1 ulp, log 1, log1p 2, expm1 2, tanh 2, sigmoid 2, erf 2,
+//   sin/cos 1 ulp for |x| <= 1e6 (reduction is exact-enough for |x| < ~1.3e7;
+//   beyond that the result degrades but stays within [-1, 1]).
+//
+// Requirements: round-to-nearest, and NO -ffast-math / -fassociative-math (the
+// rounding constant tricks below rely on IEEE evaluation order).
+#pragma once
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+
+#include "fuse/config.hpp"
+
+namespace fuse::math {
+
+namespace detail {
+
+// Host-only helpers (the device pass never reaches them).
+FUSE_INLINE std::uint32_t as_u32(float x) { return std::bit_cast<std::uint32_t>(x); }
+FUSE_INLINE float as_f32(std::uint32_t u) { return std::bit_cast<float>(u); }
+FUSE_INLINE std::uint64_t as_u64(double x) { return std::bit_cast<std::uint64_t>(x); }
+
+// a*b + c.  Fused when the target has hardware FMA (one rounding, and it is what
+// the vectoriser emits anyway); the algorithms below are accurate without it too.
+FUSE_INLINE float mad(float a, float b, float c) {
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+  return __builtin_fmaf(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+
+FUSE_INLINE float fabs_f(float x) { return as_f32(as_u32(x) & 0x7fffffffu); }
+// |mag| with the sign bit of sgn.
+FUSE_INLINE float copysign_f(float mag, float sgn) {
+  return as_f32((as_u32(mag) & 0x7fffffffu) | (as_u32(sgn) & 0x80000000u));
+}
+// 2^n for -126 <= n <= 127, built directly in the exponent field.
+FUSE_INLINE float pow2i(std::int32_t n) {
+  return as_f32(static_cast<std::uint32_t>(n + 127) << 23);
+}
+
+inline constexpr float kInf = __builtin_huge_valf();
+inline constexpr float kNaN = __builtin_nanf("");
+inline constexpr float kLn2Hi = 0.693359375f;      // few mantissa bits: n*kLn2Hi is exact
+inline constexpr float kLn2Lo = -2.12194440e-4f;   // ln2 - kLn2Hi
+inline constexpr float kLog2e = 1.44269504088896341f;
+// Adding 1.5*2^23 rounds a float with |v| < 2^22 to an integer held in the low
+// mantissa bits; reading the bits back gives that integer without a float->int
+// conversion (which would be UB for NaN).
+inline constexpr float kRoundMagic = 12582912.0f;
+
+// Round v to nearest integer n (|v| < 2^22); returns n as float and int.
+FUSE_INLINE float round_to_int(float v, std::int32_t& n) {
+  const float t = v + kRoundMagic;
+  n = static_cast<std::int32_t>(as_u32(t) - as_u32(kRoundMagic));
+  return static_cast<float>(n);
+}
+
+// e^r - 1 for |r| <= ln2/2 (Cephes expf minimax polynomial, ~1e-9 relative).
+FUSE_INLINE float expm1_poly(float r) {
+  float p = 1.9875691500e-4f;
+  p = mad(p, r, 1.3981999507e-3f);
+  p = mad(p, r, 8.3334519073e-3f);
+  p = mad(p, r, 4.1665795894e-2f);
+  p = mad(p, r, 1.6666665459e-1f);
+  p = mad(p, r, 5.0000001201e-1f);
+  return mad(r * r, p, r);
+}
+
+// Cody-Waite reduction x = n*ln2 + r, |r| <= ~ln2/2.
+FUSE_INLINE float reduce_ln2(float x, std::int32_t& n) {
+  const float nf = round_to_int(x * kLog2e, n);
+  float r = mad(nf, -kLn2Hi, x);  // exact: nf*kLn2Hi has <= 17 significant bits
+  return mad(nf, -kLn2Lo, r);
+}
+
+FUSE_INLINE float exp_f(float x) {
+  // Outside [-104, 88.8] the result is 0 / inf anyway; clamping keeps n in
+  // [-150, 129].  Comparisons with NaN are false, so NaN flows through.
+  float xc = x > 88.8f ? 88.8f : x;
+  xc = xc < -104.0f ? -104.0f : xc;
+  std::int32_t n;
+  const float r = reduce_ln2(xc, n);
+  const float p = expm1_poly(r) + 1.0f;
+  // Scale by 2^n in two exact steps so that overflow gives inf and deep
+  // underflow gives a correctly rounded subnormal (only the last step rounds).
+  const std::int32_t n1 = n >> 1;
+  return p * pow2i(n1) * pow2i(n - n1);
+}
+
+// log(x) for positive finite x without special-value fixups.
+FUSE_INLINE float log_core(float x) {
+  // Subnormals: scale by 2^23 so the exponent field is meaningful.
+  const bool sub = x < 1.17549435e-38f;
+  const float xs = sub ? x * 8388608.0f : x;
+  // Split x = 2^e * m with m in [sqrt(1/2), sqrt(2)): subtracting the bits of
+  // sqrt(1/2) makes the exponent field carry exactly at m = sqrt(2).
+  const std::uint32_t ix = as_u32(xs) - 0x3f3504f3u;
+  const std::int32_t e = (static_cast<std::int32_t>(ix) >> 23) - (sub ? 23 : 0);
+  const float m = as_f32((ix & 0x007fffffu) + 0x3f3504f3u);
+  const float f = m - 1.0f;  // exact (Sterbenz)
+  const float fe = static_cast<float>(e);
+  // Cephes logf: log(1+f) = f - f^2/2 + f^3 P(f).
+  float p = 7.0376836292e-2f;
+  p = mad(p, f, -1.1514610310e-1f);
+  p = mad(p, f, 1.1676998740e-1f);
+  p = mad(p, f, -1.2420140846e-1f);
+  p = mad(p, f, 1.4249322787e-1f);
+  p = mad(p, f, -1.6668057665e-1f);
+  p = mad(p, f, 2.0000714765e-1f);
+  p = mad(p, f, -2.4999993993e-1f);
+  p = mad(p, f, 3.3333331174e-1f);
+  const float z = f * f;
+  float y = p * f * z;
+  y = mad(fe, kLn2Lo, y);
+  y = mad(-0.5f, z, y);
+  return mad(fe, kLn2Hi, f + y);
+}
+
+FUSE_INLINE float log_f(float x) {
+  float r = log_core(x);
+  r = x == kInf ? kInf : r;
+  r = x == 0.0f ? -kInf : r;
+  return !(x >= 0.0f) ? kNaN : r;  // negative or NaN
+}
+
+FUSE_INLINE float log1p_f(float x) {
+  // log1p(x) = log(u) - ((u-1)-x)/u with u = fl(1+x): the quotient undoes the
+  // rounding of 1+x to first order (Goldberg's trick, ~1 extra ulp).
+  const float u = 1.0f + x;
+  const float c = ((u - 1.0f) - x) / u;
+  float r = log_core(u) - c;
+  r = fabs_f(x) < 0x1p-24f ? x : r;  // log1p(x) rounds to x; keeps -0
+  r = x == kInf ? kInf : r;
+  r = x == -1.0f ? -kInf : r;
+  return !(x >= -1.0f) ? kNaN : r;  // x < -1 or NaN
+}
+
+FUSE_INLINE float expm1_f(float x) {
+  // Below -17.33 the result rounds to -1; above 88.73 it overflows.  The clamp
+  // keeps n in [-29, 129].
+  float xc = x > 88.8f ? 88.8f : x;
+  xc = xc < -20.0f ? -20.0f : xc;
+  std::int32_t n;
+  const float r = reduce_ln2(xc, n);
+  const float em = expm1_poly(r);
+  // expm1(x) = 2^n*em + (2^n - 1).  2^n - 1 is exact for -24 <= n <= 24 and the
+  // error outside that range is below 1/2 ulp of the result.
+  const float s = pow2i(n > 24 ? 24 : n);
+  const float small = mad(s, em, s - 1.0f);
+  // Large n: the -1 is negligible; scale in two steps so overflow gives inf.
+  const std::int32_t n1 = n >> 1;
+  const float large = (em + 1.0f) * pow2i(n1) * pow2i(n - n1);
+  const float res = n > 24 ? large : small;
+  return fabs_f(x) < 0x1p-24f ? x : res;  // tiny x (keeps -0)
+}
+
+FUSE_INLINE float sigmoid_f(float x) {
+  // e = exp(-|x|) never overflows; sigmoid(x) = 1/(1+e) for x >= 0 and
+  // e/(1+e) for x < 0 (so tiny results keep full relative accuracy).
+  const float e = exp_f(-fabs_f(x));
+  return (x >= 0.0f ? 1.0f : e) / (1.0f + e);
+}
+
+FUSE_INLINE float tanh_f(float x) {
+  const float a = fabs_f(x);
+  // |x| < 0.625: odd polynomial (Cephes tanhf) - avoids cancellation in 1 - ...
+  const float z = x * x;
+  float p = -5.70498872745e-3f;
+  p = mad(p, z, 2.06390887954e-2f);
+  p = mad(p, z, -5.37397155531e-2f);
+  p = mad(p, z, 1.33314422036e-1f);
+  p = mad(p, z, -3.33332819422e-1f);
+  const float small = mad(p * z, a, a);
+  // Otherwise tanh(a) = 1 - 2/(e^{2a}+1); e^{2a} = inf gives exactly 1.
+  const float large = 1.0f - 2.0f / (exp_f(2.0f * a) + 1.0f);
+  return copysign_f(a < 0.625f ? small : large, x);  // NaN: large is NaN
+}
+
+FUSE_INLINE float erf_f(float x) {
+  const float a = fabs_f(x);
+  // |x| < 1: erf(x) = x * P(x^2), relative minimax fit (1.2e-9).
+  const float z = a * a;
+  float p = 7.889285493e-05f;
+  p = mad(p, z, -8.020894940e-04f);
+  p = mad(p, z, 5.189542004e-03f);
+  p = mad(p, z, -2.685444856e-02f);
+  p = mad(p, z, 1.128360029e-01f);
+  p = mad(p, z, -3.761262715e-01f);
+  p = mad(p, z, 1.128379166e+00f);
+  const float small = a * p;
+  // 1 <= |x| < 3.92: erf = 1 - exp(Q(|x|-1)), Q fitted to log(erfc) weighted by
+  // erfc (absolute error 3.5e-4 ulp of 1).  Beyond 3.92 erf rounds to 1.
+  const float t = (a < 3.92f ? a : 3.92f) - 1.0f;
+  float q = -2.168685125e-05f;
+  q = mad(q, t, 2.895284382e-04f);
+  q = mad(q, t, -2.011967493e-03f);
+  q = mad(q, t, 1.004645332e-02f);
+  q = mad(q, t, -4.156348136e-02f);
+  q = mad(q, t, -8.431070816e-01f);
+  q = mad(q, t, -2.638967515e+00f);
+  q = mad(q, t, -1.849605510e+00f);
+  float large = 1.0f - exp_f(q);
+  large = a >= 3.92f ? 1.0f : large;
+  const float r = a < 1.0f ? small : large;
+  return copysign_f(a != a ? x : r, x);  // NaN would otherwise select 1
+}
+
+// Sin/cos: reduce in double, x = j*pi/2 + r.  pi/2 = kPio2Hi + kPio2Lo with
+// kPio2Hi having 30 significant bits, so j*kPio2Hi and x - j*kPio2Hi are exact
+// for |j| < 2^23 (|x| < ~1.3e7) and r is then accurate to ~2^-59 absolute,
+// far below float precision even when x is close to a multiple of pi/2.
+// Returns r as float and the quadrant j mod 4.
+FUSE_INLINE float reduce_pio2(float x, std::uint32_t& q) {
+  constexpr double kTwoOverPi = 0.63661977236758134;
+  constexpr double kPio2Hi = 1.5707963276654482;    // 0x1.921fb548p+0
+  constexpr double kPio2Lo = -8.705515695504166e-10;
+  constexpr double kMagic = 6755399441055744.0;      // 1.5 * 2^52
+  const double xd = x;
+  const double t = xd * kTwoOverPi + kMagic;
+  q = static_cast<std::uint32_t>(as_u64(t)) & 3u;
+  const double j = t - kMagic;
+  const double r = (xd - j * kPio2Hi) - j * kPio2Lo;
+  // Past |x| ~ 2^51 the rounding trick fails; clamping keeps the polynomials
+  // (and so the result) within [-1, 1].  inf - inf = NaN passes through.
+  float rf = static_cast<float>(r);
+  rf = rf > 0.7854f ? 0.7854f : rf;
+  return rf < -0.7854f ? -0.7854f : rf;
+}
+
+// sin(r) and cos(r) for |r| <= pi/4 (Cephes sinf/cosf polynomials).
+FUSE_INLINE float sin_poly(float r) {
+  const float z = r * r;
+  float p = -1.9515295891e-4f;
+  p = mad(p, z, 8.3321608736e-3f);
+  p = mad(p, z, -1.6666654611e-1f);
+  return mad(p * z, r, r);
+}
+FUSE_INLINE float cos_poly(float r) {
+  const float z = r * r;
+  float p = 2.443315711809948e-5f;
+  p = mad(p, z, -1.388731625493765e-3f);
+  p = mad(p, z, 4.166664568298827e-2f);
+  return mad(p * z, z, mad(-0.5f, z, 1.0f));
+}
+
+// Quadrant q: sin(x) = [sin r, cos r, -sin r, -cos r][q].
+FUSE_INLINE float sin_quadrant(float r, std::uint32_t q) {
+  const float s = sin_poly(r);
+  const float c = cos_poly(r);
+  const float v = (q & 1u) ? c : s;
+  return as_f32(as_u32(v) ^ ((q & 2u) << 30));
+}
+
+FUSE_INLINE float sin_f(float x) {
+  std::uint32_t q;
+  const float r = reduce_pio2(x, q);
+  const float v = sin_quadrant(r, q);
+  return x == 0.0f ? x : v;  // keep the sign of zero
+}
+
+FUSE_INLINE float cos_f(float x) {
+  std::uint32_t q;
+  const float r = reduce_pio2(x, q);
+  return sin_quadrant(r, q + 1u);
+}
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------
+// Public API.  float: vectorisable implementations above (host) / CUDA float
+// builtins (device).  double: std:: (host, not vectorised) / CUDA builtins.
+// ---------------------------------------------------------------------------
+
+#if FUSE_DEVICE_PASS
+#define FUSE_MATH_PICK(dev, host) return dev
+#else
+#define FUSE_MATH_PICK(dev, host) return host
+#endif
+
+FUSE_HOST_DEVICE FUSE_INLINE float exp(float x) { FUSE_MATH_PICK(::expf(x), detail::exp_f(x)); }
+FUSE_HOST_DEVICE FUSE_INLINE double exp(double x) { FUSE_MATH_PICK(::exp(x), std::exp(x)); }
+
+FUSE_HOST_DEVICE FUSE_INLINE float log(float x) { FUSE_MATH_PICK(::logf(x), detail::log_f(x)); }
+FUSE_HOST_DEVICE FUSE_INLINE double log(double x) { FUSE_MATH_PICK(::log(x), std::log(x)); }
+
+FUSE_HOST_DEVICE FUSE_INLINE float log1p(float x) {
+  FUSE_MATH_PICK(::log1pf(x), detail::log1p_f(x));
+}
+FUSE_HOST_DEVICE FUSE_INLINE double log1p(double x) { FUSE_MATH_PICK(::log1p(x), std::log1p(x)); }
+
+FUSE_HOST_DEVICE FUSE_INLINE float expm1(float x) {
+  FUSE_MATH_PICK(::expm1f(x), detail::expm1_f(x));
+}
+FUSE_HOST_DEVICE FUSE_INLINE double expm1(double x) { FUSE_MATH_PICK(::expm1(x), std::expm1(x)); }
+
+FUSE_HOST_DEVICE FUSE_INLINE float tanh(float x) { FUSE_MATH_PICK(::tanhf(x), detail::tanh_f(x)); }
+FUSE_HOST_DEVICE FUSE_INLINE double tanh(double x) { FUSE_MATH_PICK(::tanh(x), std::tanh(x)); }
+
+FUSE_HOST_DEVICE FUSE_INLINE float erf(float x) { FUSE_MATH_PICK(::erff(x), detail::erf_f(x)); }
+FUSE_HOST_DEVICE FUSE_INLINE double erf(double x) { FUSE_MATH_PICK(::erf(x), std::erf(x)); }
+
+FUSE_HOST_DEVICE FUSE_INLINE float sin(float x) { FUSE_MATH_PICK(::sinf(x), detail::sin_f(x)); }
+FUSE_HOST_DEVICE FUSE_INLINE double sin(double x) { FUSE_MATH_PICK(::sin(x), std::sin(x)); }
+
+FUSE_HOST_DEVICE FUSE_INLINE float cos(float x) { FUSE_MATH_PICK(::cosf(x), detail::cos_f(x)); }
+FUSE_HOST_DEVICE FUSE_INLINE double cos(double x) { FUSE_MATH_PICK(::cos(x), std::cos(x)); }
+
+// sigmoid(x) = 1/(1+exp(-x)); written with exp(-|x|) so it never overflows and
+// is exact-ish for very negative x (result ~ e^x, including subnormals).
+FUSE_HOST_DEVICE FUSE_INLINE float sigmoid(float x) {
+#if FUSE_DEVICE_PASS
+  const float e = ::expf(-::fabsf(x));
+  return (x >= 0.0f ? 1.0f : e) / (1.0f + e);
+#else
+  return detail::sigmoid_f(x);
+#endif
+}
+FUSE_HOST_DEVICE FUSE_INLINE double sigmoid(double x) {
+#if FUSE_DEVICE_PASS
+  const double e = ::exp(-::fabs(x));
+#else
+  const double e = std::exp(-std::fabs(x));
+#endif
+  return (x >= 0.0 ? 1.0 : e) / (1.0 + e);
+}
+
+#undef FUSE_MATH_PICK
+
+}  // namespace fuse::math

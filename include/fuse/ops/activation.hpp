@@ -1,0 +1,47 @@
+// fuse/ops/activation.hpp - neural-network activations: relu sigmoid silu softplus gelu gelu_erf.
+#pragma once
+
+#include "fuse/ops/math.hpp"
+
+namespace fuse {
+
+namespace fn {
+#define FUSE_FLOAT_FN(NAME, FLOPS, BODY)                                           \
+  struct NAME {                                                                    \
+    static constexpr const char* name = #NAME;                                     \
+    static constexpr int flops = FLOPS;                                            \
+    using promotion = fuse::promotion::floating;                                   \
+    template <class T>                                                             \
+    FUSE_HOST_DEVICE FUSE_INLINE T operator()(T x) const {                         \
+      return BODY;                                                                 \
+    }                                                                              \
+  };
+FUSE_FLOAT_FN(sigmoid, 12, math::sigmoid(x))
+FUSE_FLOAT_FN(silu, 13, x * math::sigmoid(x))
+// log(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|); NaN propagates through both terms.
+FUSE_FLOAT_FN(softplus, 24, (x > T(0) ? x : T(0)) + math::log1p(math::exp(-math::fabs(x))))
+// tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+FUSE_FLOAT_FN(gelu, 18,
+              T(0.5) * x * (T(1) + math::tanh(T(0.7978845608028654) * (x + T(0.044715) * x * x * x))))
+// exact: 0.5 x (1 + erf(x / sqrt(2))).
+FUSE_FLOAT_FN(gelu_erf, 18, T(0.5) * x * (T(1) + math::erf(x * T(0.7071067811865476))))
+#undef FUSE_FLOAT_FN
+
+// max(x, 0) keeping the type; NaN propagates as np.maximum.
+struct relu {
+  static constexpr const char* name = "relu";
+  static constexpr int flops = 1;
+  using promotion = fuse::promotion::arith;
+  template <class T>
+  FUSE_HOST_DEVICE FUSE_INLINE T operator()(T x) const { return (x > T(0) || x != x) ? x : T(0); }
+};
+}  // namespace fn
+
+FUSE_UNARY_BUILDER(relu)
+FUSE_UNARY_BUILDER(sigmoid)
+FUSE_UNARY_BUILDER(silu)
+FUSE_UNARY_BUILDER(softplus)
+FUSE_UNARY_BUILDER(gelu)
+FUSE_UNARY_BUILDER(gelu_erf)
+
+}  // namespace fuse

@@ -1,0 +1,49 @@
+// fuse/ops/arith.hpp - + - * / and unary minus, with NumPy broadcasting and promotion.
+#pragma once
+
+#include "fuse/core/map_expr.hpp"
+
+namespace fuse {
+
+namespace fn {
+#define FUSE_BINARY_FN(NAME, OP)                                                   \
+  struct NAME {                                                                    \
+    static constexpr const char* name = #NAME;                                     \
+    static constexpr int flops = 1;                                                \
+    using promotion = fuse::promotion::arith;                                      \
+    template <class A, class B>                                                    \
+    FUSE_HOST_DEVICE FUSE_INLINE constexpr auto operator()(A a, B b) const {       \
+      return a OP b;                                                               \
+    }                                                                              \
+  };
+FUSE_BINARY_FN(add, +)
+FUSE_BINARY_FN(sub, -)
+FUSE_BINARY_FN(mul, *)
+FUSE_BINARY_FN(div, /)
+#undef FUSE_BINARY_FN
+
+struct neg {
+  static constexpr const char* name = "neg";
+  static constexpr int flops = 1;
+  using promotion = fuse::promotion::arith;
+  template <class A>
+  FUSE_HOST_DEVICE FUSE_INLINE constexpr auto operator()(A a) const { return -a; }
+};
+}  // namespace fn
+
+// At least one side must be an expression; the other may be a plain scalar.
+template <class A, class B>
+concept binary_operands = operand<A> && operand<B> && (expression<A> || expression<B>);
+
+template <class A, class B> requires binary_operands<A, B>
+auto operator+(A&& a, B&& b) { return make_map(fn::add{}, std::forward<A>(a), std::forward<B>(b)); }
+template <class A, class B> requires binary_operands<A, B>
+auto operator-(A&& a, B&& b) { return make_map(fn::sub{}, std::forward<A>(a), std::forward<B>(b)); }
+template <class A, class B> requires binary_operands<A, B>
+auto operator*(A&& a, B&& b) { return make_map(fn::mul{}, std::forward<A>(a), std::forward<B>(b)); }
+template <class A, class B> requires binary_operands<A, B>
+auto operator/(A&& a, B&& b) { return make_map(fn::div{}, std::forward<A>(a), std::forward<B>(b)); }
+template <expression A>
+auto operator-(A&& a) { return make_map(fn::neg{}, std::forward<A>(a)); }
+
+}  // namespace fuse

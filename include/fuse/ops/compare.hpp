@@ -1,0 +1,55 @@
+// fuse/ops/compare.hpp - comparisons (giving bool) and logical && || !.
+#pragma once
+
+#include "fuse/ops/arith.hpp"
+
+namespace fuse {
+
+namespace fn {
+#define FUSE_COMPARE_FN(NAME, OP, POLICY)                                          \
+  struct NAME {                                                                    \
+    static constexpr const char* name = #NAME;                                     \
+    static constexpr int flops = 1;                                                \
+    using promotion = fuse::promotion::POLICY;                                     \
+    template <class A, class B>                                                    \
+    FUSE_HOST_DEVICE FUSE_INLINE constexpr bool operator()(A a, B b) const {       \
+      return a OP b;                                                               \
+    }                                                                              \
+  };
+FUSE_COMPARE_FN(less, <, predicate)
+FUSE_COMPARE_FN(less_equal, <=, predicate)
+FUSE_COMPARE_FN(greater, >, predicate)
+FUSE_COMPARE_FN(greater_equal, >=, predicate)
+FUSE_COMPARE_FN(equal, ==, predicate)
+FUSE_COMPARE_FN(not_equal, !=, predicate)
+FUSE_COMPARE_FN(logical_and, &&, logical)
+FUSE_COMPARE_FN(logical_or, ||, logical)
+#undef FUSE_COMPARE_FN
+
+struct logical_not {
+  static constexpr const char* name = "logical_not";
+  static constexpr int flops = 1;
+  using promotion = fuse::promotion::logical;
+  FUSE_HOST_DEVICE FUSE_INLINE constexpr bool operator()(bool a) const { return !a; }
+};
+}  // namespace fn
+
+#define FUSE_BINARY_OPERATOR(OP, FN)                                               \
+  template <class A, class B> requires binary_operands<A, B>                       \
+  auto operator OP(A&& a, B&& b) {                                                 \
+    return make_map(fn::FN{}, std::forward<A>(a), std::forward<B>(b));             \
+  }
+FUSE_BINARY_OPERATOR(<, less)
+FUSE_BINARY_OPERATOR(<=, less_equal)
+FUSE_BINARY_OPERATOR(>, greater)
+FUSE_BINARY_OPERATOR(>=, greater_equal)
+FUSE_BINARY_OPERATOR(==, equal)
+FUSE_BINARY_OPERATOR(!=, not_equal)
+FUSE_BINARY_OPERATOR(&&, logical_and)
+FUSE_BINARY_OPERATOR(||, logical_or)
+#undef FUSE_BINARY_OPERATOR
+
+template <expression A>
+auto operator!(A&& a) { return make_map(fn::logical_not{}, std::forward<A>(a)); }
+
+}  // namespace fuse

@@ -1,0 +1,73 @@
+// fuse/ops/math.hpp - elementwise math functions. Float arguments use fuse::math's branch-free
+// implementations, which the compiler vectorises; integer arguments compute in double.
+#pragma once
+
+#include <cmath>
+
+#include "fuse/core/map_expr.hpp"
+#include "fuse/math/basic.hpp"
+#include "fuse/math/scalar_math.hpp"
+
+namespace fuse {
+
+namespace fn {
+// A unary function on the floating compute type: NAME(x) = BODY, FLOPS arithmetic operations.
+#define FUSE_FLOAT_FN(NAME, FLOPS, BODY)                                           \
+  struct NAME {                                                                    \
+    static constexpr const char* name = #NAME;                                     \
+    static constexpr int flops = FLOPS;                                            \
+    using promotion = fuse::promotion::floating;                                   \
+    template <class T>                                                             \
+    FUSE_HOST_DEVICE FUSE_INLINE T operator()(T x) const {                         \
+      return BODY;                                                                 \
+    }                                                                              \
+  };
+FUSE_FLOAT_FN(exp, 10, math::exp(x))
+FUSE_FLOAT_FN(log, 10, math::log(x))
+FUSE_FLOAT_FN(log1p, 12, math::log1p(x))
+FUSE_FLOAT_FN(expm1, 12, math::expm1(x))
+FUSE_FLOAT_FN(sqrt, 1, math::sqrt(x))
+FUSE_FLOAT_FN(rsqrt, 2, T(1) / math::sqrt(x))
+FUSE_FLOAT_FN(sin, 12, math::sin(x))
+FUSE_FLOAT_FN(cos, 12, math::cos(x))
+FUSE_FLOAT_FN(tanh, 12, math::tanh(x))
+FUSE_FLOAT_FN(erf, 14, math::erf(x))
+#undef FUSE_FLOAT_FN
+
+// abs and square keep integer types (np.abs, np.square).
+struct abs {
+  static constexpr const char* name = "abs";
+  static constexpr int flops = 1;
+  using promotion = fuse::promotion::arith;
+  template <class T>
+  FUSE_HOST_DEVICE FUSE_INLINE T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) return math::fabs(x);
+    else return x < T(0) ? T(-x) : x;
+  }
+};
+struct square {
+  static constexpr const char* name = "square";
+  static constexpr int flops = 1;
+  using promotion = fuse::promotion::arith;
+  template <class T>
+  FUSE_HOST_DEVICE FUSE_INLINE T operator()(T x) const { return x * x; }
+};
+}  // namespace fn
+
+#define FUSE_UNARY_BUILDER(NAME) \
+  template <expression A>        \
+  auto NAME(A&& a) { return make_map(fn::NAME{}, std::forward<A>(a)); }
+FUSE_UNARY_BUILDER(exp)
+FUSE_UNARY_BUILDER(log)
+FUSE_UNARY_BUILDER(log1p)
+FUSE_UNARY_BUILDER(expm1)
+FUSE_UNARY_BUILDER(sqrt)
+FUSE_UNARY_BUILDER(rsqrt)
+FUSE_UNARY_BUILDER(sin)
+FUSE_UNARY_BUILDER(cos)
+FUSE_UNARY_BUILDER(tanh)
+FUSE_UNARY_BUILDER(erf)
+FUSE_UNARY_BUILDER(abs)
+FUSE_UNARY_BUILDER(square)
+
+}  // namespace fuse

@@ -1,0 +1,107 @@
+// fuse/ops/select.hpp - min max clamp where pow cast, and fuse::map for user callables.
+#pragma once
+
+#include <cmath>
+
+#include "fuse/ops/arith.hpp"
+
+namespace fuse {
+
+namespace fn {
+// NaN propagates (np.maximum / np.minimum): pick a when a is NaN, b when b is.
+struct maximum {
+  static constexpr const char* name = "max";
+  static constexpr int flops = 1;
+  using promotion = fuse::promotion::arith;
+  template <class T>
+  FUSE_HOST_DEVICE FUSE_INLINE T operator()(T a, T b) const { return (a > b || a != a) ? a : b; }
+};
+struct minimum {
+  static constexpr const char* name = "min";
+  static constexpr int flops = 1;
+  using promotion = fuse::promotion::arith;
+  template <class T>
+  FUSE_HOST_DEVICE FUSE_INLINE T operator()(T a, T b) const { return (a < b || a != a) ? a : b; }
+};
+struct clamp {
+  static constexpr const char* name = "clamp";
+  static constexpr int flops = 2;
+  using promotion = fuse::promotion::arith;
+  template <class T>
+  FUSE_HOST_DEVICE FUSE_INLINE T operator()(T x, T lo, T hi) const { return minimum{}(maximum{}(x, lo), hi); }
+};
+struct where {
+  static constexpr const char* name = "where";
+  static constexpr int flops = 1;
+  using promotion = fuse::promotion::select;
+  template <class T>
+  FUSE_HOST_DEVICE FUSE_INLINE T operator()(bool c, T a, T b) const { return c ? a : b; }
+};
+struct pow {
+  static constexpr const char* name = "pow";
+  static constexpr int flops = 20;
+  using promotion = fuse::promotion::arith;
+  template <class T>
+  FUSE_HOST_DEVICE FUSE_INLINE T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {  // integer power by squaring, as NumPy
+      T r = 1;
+      for (T e = b; e > 0; e >>= 1, a *= a)
+        if (e & 1) r *= a;
+      return b < 0 ? T(0) : r;
+    } else {
+      using std::pow;
+      return pow(a, b);
+    }
+  }
+};
+template <class U>
+struct cast {
+  static constexpr const char* name = "cast";
+  static constexpr int flops = 0;
+  using promotion = fuse::promotion::none;
+  template <class T>
+  FUSE_HOST_DEVICE FUSE_INLINE U operator()(T x) const { return static_cast<U>(x); }
+};
+
+// A user callable, applied elementwise with operands as they are.
+template <class F>
+struct user {
+  static constexpr const char* name = "map";
+  static constexpr int flops = 1;
+  using promotion = fuse::promotion::none;
+  F f;
+#if FUSE_HAS_CUDA
+#pragma nv_exec_check_disable
+#endif
+  template <class... T>
+  FUSE_HOST_DEVICE FUSE_INLINE auto operator()(T... x) const { return f(x...); }
+};
+}  // namespace fn
+
+template <class A, class B> requires binary_operands<A, B>
+auto max(A&& a, B&& b) { return make_map(fn::maximum{}, std::forward<A>(a), std::forward<B>(b)); }
+template <class A, class B> requires binary_operands<A, B>
+auto min(A&& a, B&& b) { return make_map(fn::minimum{}, std::forward<A>(a), std::forward<B>(b)); }
+template <class A, class B> requires binary_operands<A, B>
+auto pow(A&& a, B&& b) { return make_map(fn::pow{}, std::forward<A>(a), std::forward<B>(b)); }
+template <expression X, operand L, operand H>
+auto clamp(X&& x, L&& lo, H&& hi) {
+  return make_map(fn::clamp{}, std::forward<X>(x), std::forward<L>(lo), std::forward<H>(hi));
+}
+template <operand C, operand A, operand B>
+  requires(expression<C> || expression<A> || expression<B>)
+auto where(C&& c, A&& a, B&& b) {
+  return make_map(fn::where{}, std::forward<C>(c), std::forward<A>(a), std::forward<B>(b));
+}
+template <class U, expression X>
+auto cast(X&& x) { return make_map(fn::cast<U>{}, std::forward<X>(x)); }
+
+// Applies f elementwise: map(f, e1, e2, ...)(i) = f(e1(i), e2(i), ...). For CUDA, f must be a
+// __host__ __device__ callable.
+template <class F, operand... E>
+  requires((expression<E> || ...) && std::is_invocable_v<const F&, typename detail::held_t<E>::value_type...>)
+auto map(F f, E&&... e) {
+  return make_map(fn::user<F>{f}, std::forward<E>(e)...);
+}
+
+}  // namespace fuse
