@@ -1,0 +1,15 @@
+# Compiles SRC, expects failure, and checks the first "error:" line against the file's
+# "// expect-error: <regex>" comment.
+file(STRINGS ${SRC} expect_line REGEX "// expect-error: ")
+string(REGEX REPLACE ".*// expect-error: " "" expect "${expect_line}")
+execute_process(
+  COMMAND ${CXX} -std=c++20 -fsyntax-only -I${INCLUDE} ${SRC}
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(rc EQUAL 0)
+  message(FATAL_ERROR "${SRC} compiled, but it must not")
+endif()
+string(REGEX MATCH "[^\n]*error:[^\n]*" first_error "${err}")
+if(NOT first_error MATCHES "${expect}")
+  message(FATAL_ERROR "first error line:\n  ${first_error}\ndoes not match:\n  ${expect}")
+endif()
+message(STATUS "ok: ${first_error}")
