@@ -31,6 +31,14 @@
 #endif
 
 #define FUSE_PRAGMA(x) _Pragma(#x)
+
+// Before a __host__ __device__ template that calls a callable which may be host-only (a user's
+// lambda on the CPU path): nvcc checks the call only where it is instantiated for the device.
+#if defined(__CUDACC__)
+#define FUSE_EXEC_CHECK_DISABLE FUSE_PRAGMA(nv_exec_check_disable)
+#else
+#define FUSE_EXEC_CHECK_DISABLE
+#endif
 // Ask the compiler to vectorise the next loop; OpenMP SIMD needs only -fopenmp-simd.
 #if defined(_OPENMP) || defined(FUSE_OPENMP_SIMD)
 #define FUSE_SIMD_LOOP FUSE_PRAGMA(omp simd)

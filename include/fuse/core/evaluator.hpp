@@ -22,8 +22,9 @@
 namespace fuse::detail {
 
 // A fixed-size vector of lanes, for 16-byte loads and stores on CUDA.
+// Aligned to the whole vector, at most 16 bytes (the widest load a CUDA thread issues).
 template <class T, int V>
-struct alignas(sizeof(T) * V) lanes {
+struct alignas(sizeof(T) * V < 16 ? sizeof(T) * V : 16) lanes {
   T v[V];
 };
 
@@ -79,6 +80,12 @@ struct affine_eval {
     if constexpr (Unit) return row + i;
     else return row + i * stride[R - 1];
   }
+  template <int V>
+  FUSE_HOST_DEVICE FUSE_INLINE lanes<index_t, V> at_vec(index_t i) const {
+    lanes<index_t, V> r;
+    for (int l = 0; l < V; ++l) r.v[l] = row + i + l;
+    return r;
+  }
   template <class F>
   void for_each_tracker(F&& f) { f(tracker{stride, nullptr, 0, 0}); }
 };
@@ -91,6 +98,12 @@ struct const_eval {
   FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t*) {}
   template <bool Unit>
   FUSE_HOST_DEVICE FUSE_INLINE T at(index_t) const { return value; }
+  template <int V>
+  FUSE_HOST_DEVICE FUSE_INLINE lanes<T, V> at_vec(index_t) const {
+    lanes<T, V> r;
+    for (int l = 0; l < V; ++l) r.v[l] = value;
+    return r;
+  }
   template <class F>
   void for_each_tracker(F&&) {}
 };
@@ -105,12 +118,15 @@ struct map_eval {
   FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t* outer) {
     for_each(args, [&](auto& a) { a.seek(outer); });
   }
-#if FUSE_HAS_CUDA
-#pragma nv_exec_check_disable
-#endif
+FUSE_EXEC_CHECK_DISABLE
   template <bool Unit>
   FUSE_HOST_DEVICE FUSE_INLINE Result at(index_t i) const {
     return at_impl<Unit>(i, std::index_sequence_for<E...>{});
+  }
+  // V consecutive elements of the row (unit stride): each child's lanes, then f lane by lane.
+  template <int V>
+  FUSE_HOST_DEVICE FUSE_INLINE lanes<Result, V> at_vec(index_t i) const {
+    return at_vec_impl<V>(i, std::index_sequence_for<E...>{});
   }
   template <class G>
   void for_each_tracker(G&& g) {
@@ -118,9 +134,15 @@ struct map_eval {
   }
 
  private:
-#if FUSE_HAS_CUDA
-#pragma nv_exec_check_disable
-#endif
+FUSE_EXEC_CHECK_DISABLE
+  template <int V, std::size_t... I>
+  FUSE_HOST_DEVICE FUSE_INLINE lanes<Result, V> at_vec_impl(index_t i, std::index_sequence<I...>) const {
+    const auto in = make_tuple_of(get<I>(args).template at_vec<V>(i)...);
+    lanes<Result, V> r;
+    for (int l = 0; l < V; ++l) r.v[l] = static_cast<Result>(f(Convert::template apply<I>(get<I>(in).v[l])...));
+    return r;
+  }
+FUSE_EXEC_CHECK_DISABLE
   template <bool Unit, std::size_t... I>
   FUSE_HOST_DEVICE FUSE_INLINE Result at_impl(index_t i, std::index_sequence<I...>) const {
     return static_cast<Result>(f(Convert::template apply<I>(get<I>(args).template at<Unit>(i))...));
@@ -148,6 +170,12 @@ struct take_eval {
     const index_t k = static_cast<index_t>(index.template at<Unit>(i));
     if constexpr (Unit) return base[k * row_stride + row + i];
     else return base[k * row_stride + row + i * stride[R - 1]];
+  }
+  template <int V>
+  FUSE_HOST_DEVICE FUSE_INLINE lanes<value_type, V> at_vec(index_t i) const {
+    lanes<value_type, V> r;
+    for (int l = 0; l < V; ++l) r.v[l] = at<true>(i + l);
+    return r;
   }
   template <class F>
   void for_each_tracker(F&& f) {

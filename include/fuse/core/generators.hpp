@@ -9,6 +9,11 @@
 
 namespace fuse {
 
+namespace detail {
+template <class Take>
+void validate_device(const Take& t);  // backend/cuda: copies the indices back and checks them
+}
+
 // Every element is `value`.
 template <class T, std::size_t R>
 struct full_expr : detail::expr_tag {
@@ -111,7 +116,7 @@ struct take_expr : detail::expr_tag {
           else idx[d] = 0;
       }
     } else {
-      validate_device(*this);  // backend/cuda: copies the indices back and checks them
+      detail::validate_device(*this);
     }
   }
 

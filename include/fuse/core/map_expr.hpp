@@ -7,6 +7,7 @@
 //   promotion   how operand types combine (see `signature` below).
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -30,7 +31,7 @@ struct none {};       // user callables and casts: operands as they are, result 
 namespace detail {
 
 template <class E>
-using typed_of = typed<typename E::value_type, requires { E::weak; }>;
+using typed_of = typed<typename E::value_type, is_scalar_expr_v<E>>;
 
 // Converts operand I's value to the type the functor computes in.
 template <class Compute, class First = Compute>
@@ -111,9 +112,7 @@ constexpr bool spaces_agree() {
 
 template <std::size_t... R>
 constexpr std::size_t max_rank() {
-  std::size_t m = 0;
-  ((m = R > m ? R : m), ...);
-  return m;
+  return std::max({std::size_t{0}, R...});
 }
 
 // Static shape of broadcasting all operands; fails to compile naming the first mismatching pair.
@@ -142,6 +141,9 @@ struct map_expr : detail::expr_tag {
   static constexpr node_kind kind = node_kind::elementwise;
   static constexpr memory_space space = detail::common_space<Args...>();
   static constexpr shape_t<rank> static_shape = detail::static_broadcast_all<Args...>();
+  // Instantiated with the class, so that static extents that cannot broadcast fail at compile time
+  // (a static data member's initializer alone is instantiated only when something reads it).
+  static_assert(static_shape.size() == rank);
 
   F f;
   detail::tuple<Args...> args;

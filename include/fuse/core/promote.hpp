@@ -72,11 +72,17 @@ struct apply_weak<P, T, Rest...> {
 };
 
 // promote_t<typed<V, weak>...>: the NumPy 2 result type of combining these operands.
+template <class Strong, class... T>
+struct promote_impl {  // some strong operand: weak scalars adapt to it
+  using type = typename apply_weak<Strong, T...>::type;
+};
+template <class... T>
+struct promote_impl<void, T...> {  // scalars only
+  using type = std::common_type_t<typename T::type...>;
+};
 template <class... T>
 struct promote {
-  using strong = typename strong_common<T...>::type;
-  using base = std::conditional_t<std::is_void_v<strong>, std::common_type_t<typename T::type...>, strong>;
-  using type = std::conditional_t<std::is_void_v<strong>, base, typename apply_weak<base, T...>::type>;
+  using type = typename promote_impl<typename strong_common<T...>::type, T...>::type;
 };
 template <class... T>
 using promote_t = typename promote<T...>::type;

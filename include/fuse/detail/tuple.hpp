@@ -34,18 +34,35 @@ FUSE_HOST_DEVICE constexpr T& get(tuple_leaf<I, T>& t) { return t.value; }
 template <std::size_t I, class T>
 FUSE_HOST_DEVICE constexpr const T& get(const tuple_leaf<I, T>& t) { return t.value; }
 
+template <class... T>
+FUSE_HOST_DEVICE constexpr tuple<T...> make_tuple_of(T... t) {
+  return tuple<T...>(t...);
+}
+
+FUSE_EXEC_CHECK_DISABLE
+template <class F, class Tup, std::size_t... I>
+FUSE_HOST_DEVICE constexpr decltype(auto) apply_impl(F&& f, Tup&& t, std::index_sequence<I...>) {
+  return std::forward<F>(f)(get<I>(t)...);
+}
+
 // Calls f(get<0>(t), get<1>(t), ...).
+FUSE_EXEC_CHECK_DISABLE
 template <class F, class Tup>
 FUSE_HOST_DEVICE constexpr decltype(auto) apply(F&& f, Tup&& t) {
-  return [&]<std::size_t... I>(std::index_sequence<I...>) -> decltype(auto) {
-    return std::forward<F>(f)(get<I>(t)...);
-  }(std::make_index_sequence<std::remove_cvref_t<Tup>::size>{});
+  return apply_impl(std::forward<F>(f), std::forward<Tup>(t), std::make_index_sequence<std::remove_cvref_t<Tup>::size>{});
 }
 
 // Calls f(element) for every element.
+FUSE_EXEC_CHECK_DISABLE
+FUSE_EXEC_CHECK_DISABLE
+template <class F, class Tup, std::size_t... I>
+FUSE_HOST_DEVICE constexpr void for_each_impl(Tup&& t, F&& f, std::index_sequence<I...>) {
+  (f(get<I>(t)), ...);
+}
+FUSE_EXEC_CHECK_DISABLE
 template <class F, class Tup>
 FUSE_HOST_DEVICE constexpr void for_each(Tup&& t, F&& f) {
-  apply([&](auto&... e) { (f(e), ...); }, t);
+  for_each_impl(t, f, std::make_index_sequence<std::remove_cvref_t<Tup>::size>{});
 }
 
 }  // namespace fuse::detail

@@ -70,9 +70,7 @@ struct user {
   static constexpr int flops = 1;
   using promotion = fuse::promotion::none;
   F f;
-#if FUSE_HAS_CUDA
-#pragma nv_exec_check_disable
-#endif
+FUSE_EXEC_CHECK_DISABLE
   template <class... T>
   FUSE_HOST_DEVICE FUSE_INLINE auto operator()(T... x) const { return f(x...); }
 };

@@ -1,0 +1,122 @@
+// fuse/backend/cuda/executor.hpp - fuse::cuda{stream}: one kernel per fused group.
+//
+// Each thread handles V consecutive elements of a row. V = 16 bytes / sizeof(output) when the
+// row is unit-stride and every pointer and row stride is aligned for it (16-byte loads and
+// stores); V = 1 otherwise. Indices are 64-bit; an empty range launches nothing.
+#pragma once
+
+#include <algorithm>
+
+#include "fuse/backend/cuda/error.hpp"
+#include "fuse/core/iteration.hpp"
+
+namespace fuse {
+
+// Run on a CUDA stream (the default stream when none is given). Asynchronous like any launch.
+struct cuda {
+  cudaStream_t stream = nullptr;
+  static constexpr memory_space space = memory_space::device;
+};
+
+namespace detail {
+
+template <>
+struct default_executor_for<memory_space::device> {
+  using type = cuda;
+};
+
+inline constexpr int elementwise_block = 256;
+
+// Position `outer` (the leading axes) and the element within the row of flat element g.
+template <std::size_t R>
+FUSE_HOST_DEVICE FUSE_INLINE index_t split_index(index_t g, const index_t* shape, index_t* outer) {
+  const index_t inner = shape[R - 1];
+  index_t o = g / inner;
+  const index_t i = g - o * inner;
+  for (std::size_t d = R - 1; d-- > 0;) {
+    const index_t q = o / shape[d];
+    outer[d] = o - q * shape[d];
+    o = q;
+  }
+  return i;
+}
+
+template <int V, bool Unit, class It>
+__global__ void __launch_bounds__(elementwise_block) elementwise_kernel(It it, index_t groups) {
+  constexpr std::size_t R = It::rank;
+  using T = std::remove_pointer_t<decltype(it.out)>;
+  const index_t stride = index_t(gridDim.x) * blockDim.x;
+  for (index_t g = index_t(blockIdx.x) * blockDim.x + threadIdx.x; g < groups; g += stride) {
+    index_t outer[R > 1 ? R - 1 : 1] = {};
+    const index_t i = split_index<R>(g * V, it.shape, outer);
+    auto ev = it.eval;
+    ev.seek(outer);
+    T* row = it.out + row_offset<R>(it.out_stride, outer);
+    if constexpr (V > 1) {
+      *reinterpret_cast<lanes<T, V>*>(row + i) = ev.template at_vec<V>(i);
+    } else if constexpr (Unit) {
+      row[i] = ev.template at<true>(i);
+    } else {
+      row[i * it.out_stride[R - 1]] = ev.template at<false>(i);
+    }
+  }
+}
+
+// May every tracker and the output be read V lanes at a time (aligned, rows a multiple of V)?
+template <int V, class It>
+bool vector_ok(It& it) {
+  constexpr std::size_t R = It::rank;
+  using T = std::remove_pointer_t<decltype(it.out)>;
+  if (!it.unit || it.shape[R - 1] % V != 0) return false;
+  auto aligned = [](const void* p, std::size_t elem, const index_t* stride) {
+    const std::size_t a = std::min<std::size_t>(16, elem * V);
+    if (reinterpret_cast<std::uintptr_t>(p) % a != 0) return false;
+    for (std::size_t d = 0; d + 1 < R; ++d)
+      if ((stride[d] * index_t(elem)) % index_t(a) != 0) return false;
+    return true;
+  };
+  bool ok = aligned(it.out, sizeof(T), it.out_stride);
+  it.eval.for_each_tracker([&](const tracker& t) {
+    if (t.base && t.span == 0) ok = ok && aligned(t.base, t.elem_bytes, t.stride);
+    if (t.base == nullptr && t.span == 0) {  // an affine index: only its row offset matters
+      for (std::size_t d = 0; d + 1 < R; ++d) ok = ok && t.stride[d] % V == 0;
+    }
+  });
+  return ok;
+}
+
+inline int multiprocessor_count() {
+  static const int count = [] {
+    int dev = 0, n = 0;
+    cuda_check(cudaGetDevice(&dev), "cuda: cudaGetDevice");
+    cuda_check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), "cuda: device attribute");
+    return n;
+  }();
+  return count;
+}
+
+template <int V, bool Unit, class It>
+void launch_elementwise(const cuda& exec, const It& it, index_t n) {
+  const index_t groups = n / V;
+  const index_t wanted = (groups + elementwise_block - 1) / elementwise_block;
+  const index_t cap = index_t(multiprocessor_count()) * 16;  // enough blocks in flight to saturate HBM
+  const unsigned blocks = static_cast<unsigned>(std::max<index_t>(1, std::min(wanted, cap)));
+  elementwise_kernel<V, Unit><<<blocks, elementwise_block, 0, exec.stream>>>(it, groups);
+  cuda_check(cudaGetLastError(), "cuda: elementwise kernel launch");
+}
+
+template <class It>
+void run(const cuda& exec, It it) {
+  using T = std::remove_pointer_t<decltype(it.out)>;
+  const index_t n = it.size();
+  if (n == 0) return;
+  constexpr int V = sizeof(T) >= 16 ? 1 : int(16 / sizeof(T));
+  if constexpr (V > 1) {
+    if (vector_ok<V>(it)) return launch_elementwise<V, true>(exec, it, n);
+  }
+  if (it.unit) launch_elementwise<1, true>(exec, it, n);
+  else launch_elementwise<1, false>(exec, it, n);
+}
+
+}  // namespace detail
+}  // namespace fuse

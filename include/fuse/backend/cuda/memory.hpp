@@ -1,0 +1,120 @@
+// fuse/backend/cuda/memory.hpp - device_tensor (plain cudaMalloc), device_view, and copies between
+// memory spaces.
+#pragma once
+
+#include "fuse/backend/cuda/error.hpp"
+#include "fuse/core/assign.hpp"
+#include "fuse/core/pool.hpp"
+
+namespace fuse {
+
+namespace detail {
+struct device_allocator {
+  static constexpr memory_space space = memory_space::device;
+  static void* allocate(std::size_t bytes) {
+    if (bytes == 0) return nullptr;
+    void* p = nullptr;
+    cuda_check(cudaMalloc(&p, bytes), "device_tensor: cudaMalloc");
+    return p;
+  }
+  static void deallocate(void* p) noexcept { cudaFree(p); }
+  static void copy(void* dst, const void* src, std::size_t bytes) {
+    if (bytes) cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice), "device_tensor: copy");
+  }
+};
+
+template <>
+struct allocator_for<memory_space::device> {
+  using type = device_allocator;
+};
+}  // namespace detail
+
+template <class T, std::size_t Rank>
+using device_tensor = basic_tensor<T, Rank, detail::device_allocator>;
+
+template <class T, std::integral... I>
+constexpr auto device_view(T* data, I... e) {
+  return basic_view<T, dextents<sizeof...(I)>, false, memory_space::device>(data, dextents<sizeof...(I)>{static_cast<index_t>(e)...});
+}
+template <class T, index_t... E>
+constexpr auto device_view(T* data, const extents<E...>& ext) {
+  return basic_view<T, extents<E...>, false, memory_space::device>(data, ext);
+}
+template <class T, std::size_t R>
+constexpr auto device_view(T* data, const shape_t<R>& shape, const shape_t<R>& strides) {
+  return strided_view<T, R, memory_space::device>(data, detail::extents_from_shape<R, dextents<R>>(shape), strides);
+}
+
+namespace detail {
+
+template <class T>
+T read_scalar(const device_tensor<T, 0>& t) {
+  T v{};
+  cuda_check(cudaMemcpy(&v, t.data(), sizeof(T), cudaMemcpyDeviceToHost), "eval: reading the value");
+  return v;
+}
+
+template <class V>
+bool is_contiguous(const V& v) {
+  const auto s = v.shape();
+  const auto st = v.strides();
+  index_t expect = 1;
+  for (std::size_t d = s.size(); d-- > 0;) {
+    if (s[d] != 1 && st[d] != expect) return false;
+    expect *= s[d];
+  }
+  return true;
+}
+
+// The executor for memory in space S, on exec's stream when S is device memory.
+template <memory_space S, class Exec>
+auto executor_in(const Exec& exec) {
+  if constexpr (S == memory_space::device) return exec;
+  else return cpu{};
+}
+
+// dst and src have the same shape. Contiguous on both sides: one cudaMemcpy(Async); otherwise the
+// strided side is made contiguous in its own space first.
+template <class Exec, class D, class S>
+void copy_device(const Exec& exec, D&& dst, const S& src, bool synchronous) {
+  using DD = std::remove_cvref_t<D>;
+  using T = typename DD::value_type;
+  static_assert(std::is_same_v<T, typename S::value_type>, "fuse::copy: source and destination types differ");
+  constexpr bool same_space = DD::space == S::space;
+  if constexpr (same_space) {
+    assign(executor_in<S::space>(exec), dst, src);  // a strided device copy is an elementwise kernel
+  } else {
+    if (!is_contiguous(src)) {
+      auto tmp = eval(executor_in<S::space>(exec), src);
+      copy_device(exec, dst, tmp.view(), synchronous);
+      return;
+    }
+    if (!is_contiguous(dst)) {
+      basic_tensor<T, DD::rank, typename allocator_for<DD::space>::type> staged(dst.shape());
+      copy_device(exec, staged, src, true);
+      assign(executor_in<DD::space>(exec), dst, staged.view());
+      return;
+    }
+    const std::size_t bytes = static_cast<std::size_t>(shape_size(src.shape())) * sizeof(T);
+    if (bytes == 0) return;
+    if (synchronous) cuda_check(cudaMemcpy(dst.data(), src.data(), bytes, cudaMemcpyDefault), "copy");
+    else cuda_check(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDefault, exec.stream), "copy");
+  }
+}
+
+// take() with device indices: the indices are copied back and checked on the host.
+template <class Take>
+void validate_device(const Take& t) {
+  using I = typename decltype(t.indices)::value_type;
+  tensor<I, decltype(t.indices)::rank> host(t.indices.shape());
+  copy_device(cuda{}, host, t.indices, true);
+  const index_t rows = t.table.extent(0);
+  for (index_t k = 0; k < host.size(); ++k) {
+    const auto v = static_cast<index_t>(host.data()[k]);
+    if (v < 0 || v >= rows)
+      throw index_error("fuse::take: index " + std::to_string(v) + " is outside [0, " + std::to_string(rows) + ")");
+  }
+}
+
+}  // namespace detail
+}  // namespace fuse
