@@ -19,6 +19,8 @@
 #include "fuse/ops/arith.hpp"
 #include "fuse/ops/compare.hpp"
 #include "fuse/ops/math.hpp"
+#include "fuse/ops/nn.hpp"
+#include "fuse/ops/reduce.hpp"
 #include "fuse/ops/select.hpp"
 #include "fuse/plan/fusion.hpp"
 #include "fuse/plan/report.hpp"

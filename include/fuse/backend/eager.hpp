@@ -5,6 +5,7 @@
 
 #include "fuse/core/map_expr.hpp"
 #include "fuse/core/pool.hpp"
+#include "fuse/ops/reduce.hpp"
 
 namespace fuse {
 
@@ -43,7 +44,7 @@ auto with_materialised_children(const Exec& exec, Arena& arena, const E& e);
 // The node itself materialised (interior nodes) or kept as it is (leaves, generators, views).
 template <class Exec, class Arena, class E>
 auto materialise(const Exec& exec, Arena& arena, const E& e) {
-  if constexpr (E::kind == node_kind::elementwise) {
+  if constexpr (E::kind == node_kind::elementwise || E::kind == node_kind::reduction) {
     auto node = with_materialised_children(exec, arena, e);
     auto tmp = arena.template make<typename E::value_type>(e.shape());
     assign_fused(exec, tmp, node);
@@ -62,6 +63,9 @@ auto with_materialised_children(const Exec& exec, Arena& arena, const E& e) {
           return node(e.f, materialise(exec, arena, a)...);
         },
         e.args);
+  } else if constexpr (E::kind == node_kind::reduction) {
+    auto child = materialise(exec, arena, e.child);
+    return reduce_expr<typename E::op, E::mask, E::keepdims, decltype(child)>(child);
   } else {
     return e;
   }

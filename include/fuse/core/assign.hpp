@@ -7,9 +7,12 @@
 #pragma once
 
 #include "fuse/backend/cpu/executor.hpp"
+#include "fuse/backend/cpu/row_kernel.hpp"
 #include "fuse/backend/eager.hpp"
 #include "fuse/core/iteration.hpp"
 #include "fuse/core/map_expr.hpp"
+#include "fuse/core/row_iteration.hpp"
+#include "fuse/plan/fusion.hpp"
 
 namespace fuse {
 
@@ -19,18 +22,58 @@ template <class E>
 void validate(const E& e) {
   if constexpr (requires { e.validate(); }) e.validate();
   if constexpr (requires { e.args; }) for_each(e.args, [](const auto& a) { validate(a); });
+  if constexpr (is_reduce_v<E>) validate(e.child);
 }
 
 template <class X>
 concept host_executor = std::is_same_v<X, cpu>;
 
-template <class It>
-void run(const cpu& exec, const It& it) { run_cpu(exec, it); }
+template <class T, std::size_t R, class Ev>
+void run(const cpu& exec, const iteration<T, R, Ev>& it) { run_cpu(exec, it); }
+template <class T, std::size_t R, class Ev, class Ph>
+void run(const cpu& exec, const row_iteration<T, R, Ev, Ph>& it) { run_row_kernel(exec, it); }
 
 template <class Exec, class T, std::size_t R>
 using tensor_for = basic_tensor<T, R, typename allocator_for<Exec::space>::type>;
 
-// One fused pass of expression e (already held) into destination view/tensor d.
+template <class Exec, class Arena, class E>
+auto materialise_group(const Exec& exec, Arena& arena, const E& e) {
+  auto tmp = arena.template make<typename E::value_type>(e.shape());
+  assign_fused(exec, tmp, e);
+  return tmp;
+}
+
+// e with every reduction that does not join the group (rank R, row axes M) replaced by a view of
+// its result, computed first as a group of its own.
+template <std::size_t R, std::uint32_t M, class Exec, class Arena, class E>
+auto split_group(const Exec& exec, Arena& arena, const E& e) {
+  if constexpr (is_reduce_v<E>) {
+    auto child = split_group<R, M>(exec, arena, e.child);
+    return reduce_expr<typename E::op, E::mask, E::keepdims, decltype(child)>(child);
+  } else if constexpr (E::kind == node_kind::elementwise && reduction_count_v<E> > 0) {
+    return apply(
+        [&](const auto&... a) {
+          auto operand = [&]<class A>(const A& x) {
+            if constexpr (!is_reduce_v<A>) return split_group<R, M>(exec, arena, x);
+            else if constexpr (joins_group<A, R, M>) return split_group<R, M>(exec, arena, x);
+            else return materialise_group(exec, arena, x);
+          };
+          return map_expr<std::remove_cvref_t<decltype(e.f)>, decltype(operand(a))...>(e.f, operand(a)...);
+        },
+        e.args);
+  } else {
+    return e;
+  }
+}
+
+template <class Exec, class It>
+void run_checked(const Exec& exec, It& it, const auto& rerun_via_temporary) {
+  if (it.size() == 0) return;
+  if (destination_overlaps(it)) return rerun_via_temporary();
+  run(exec, it);
+}
+
+// One fused group of expression e (already held) into destination view/tensor d.
 template <class Exec, class D, class E>
 void assign_fused(const Exec& exec, D&& d, const E& e) {
   static_assert(spaces_compatible(Exec::space, E::space),
@@ -44,15 +87,46 @@ void assign_fused(const Exec& exec, D&& d, const E& e) {
     throw shape_error("fuse::assign: cannot assign an expression of shape " + format_shape(e.shape()) +
                       " to a destination of shape " + format_shape(dst.shape));
   validate(e);
-  auto it = make_iteration(dst, e);
-  if (it.size() == 0) return;
-  if (destination_overlaps(it)) {
+  auto via_temporary = [&] {
     tensor_for<Exec, typename E::value_type, E::rank> tmp(e.shape());
     assign_fused(exec, tmp, e);
     assign_fused(exec, d, tmp.view());
-    return;
+  };
+  if constexpr (reduction_count_v<E> == 0) {
+    auto it = make_iteration(dst, e);
+    run_checked(exec, it, via_temporary);
+  } else {
+    using group = group_of<E>;
+    constexpr std::size_t R = group::rank;
+    pool_arena<typename allocator_for<Exec::space>::type> arena;
+    const auto g = split_group<R, group::mask>(exec, arena, e);
+    shape_t<R> shape{};
+    if constexpr (group::reduction_root) {
+      shape = e.child.shape();
+    } else {
+      shape.fill(1);
+      for (std::size_t j = 0; j < dst.shape.size(); ++j) shape[R - dst.shape.size() + j] = dst.shape[j];
+    }
+    using G = std::remove_cvref_t<decltype(g)>;
+    if constexpr (reduction_count_v<G> == 0) {
+      auto it = make_iteration(dst, g);
+      run_checked(exec, it, via_temporary);
+    } else if (fits_group<R>(g, shape, group::mask)) {
+      auto it = make_row_iteration<R>(dst, g, shape, group::mask);
+      run_checked(exec, it, via_temporary);
+    } else {
+      // Run-time shapes break the group: every reduction below the root becomes its own kernel.
+      const auto split = split_group<R, ~0u>(exec, arena, g);
+      using S = std::remove_cvref_t<decltype(split)>;
+      if constexpr (reduction_count_v<S> == 0) {
+        auto it = make_iteration(dst, split);
+        run_checked(exec, it, via_temporary);
+      } else {
+        auto it = make_row_iteration<R>(dst, split, shape, group::mask);
+        run_checked(exec, it, via_temporary);
+      }
+    }
   }
-  run(exec, it);
 }
 
 template <class T>

@@ -45,6 +45,25 @@ struct tracker {
   index_t span;            // 0: affine in the indices (stride applies); > 0: reads anywhere in [base, base + span)
 };
 
+// The per-row value of a reduction that runs inside the same kernel (a phase of a row kernel):
+// integers keep 64 bits, floating values are held in double.
+struct row_slot {
+  union {
+    double f;
+    index_t i;
+  };
+};
+template <class T>
+FUSE_HOST_DEVICE FUSE_INLINE T read_slot(const row_slot& s) {
+  if constexpr (std::is_integral_v<T>) return static_cast<T>(s.i);
+  else return static_cast<T>(s.f);
+}
+template <class T>
+FUSE_HOST_DEVICE FUSE_INLINE void write_slot(row_slot& s, T v) {
+  if constexpr (std::is_integral_v<T>) s.i = static_cast<index_t>(v);
+  else s.f = static_cast<double>(v);
+}
+
 // Reads T from memory at base + sum(idx[d] * stride[d]).
 template <class T, std::size_t R>
 struct load_eval {
@@ -54,6 +73,7 @@ struct load_eval {
   const value_type* row = nullptr;
 
   FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t* outer) { row = base + row_offset<R>(stride, outer); }
+  FUSE_HOST_DEVICE FUSE_INLINE void bind(const row_slot*) {}
   template <bool Unit>
   FUSE_HOST_DEVICE FUSE_INLINE value_type at(index_t i) const {
     if constexpr (Unit) return row[i];
@@ -75,6 +95,7 @@ struct affine_eval {
   index_t row = 0;
 
   FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t* outer) { row = row_offset<R>(stride, outer); }
+  FUSE_HOST_DEVICE FUSE_INLINE void bind(const row_slot*) {}
   template <bool Unit>
   FUSE_HOST_DEVICE FUSE_INLINE index_t at(index_t i) const {
     if constexpr (Unit) return row + i;
@@ -96,6 +117,7 @@ struct const_eval {
   using value_type = T;
   T value;
   FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t*) {}
+  FUSE_HOST_DEVICE FUSE_INLINE void bind(const row_slot*) {}
   template <bool Unit>
   FUSE_HOST_DEVICE FUSE_INLINE T at(index_t) const { return value; }
   template <int V>
@@ -117,6 +139,9 @@ struct map_eval {
 
   FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t* outer) {
     for_each(args, [&](auto& a) { a.seek(outer); });
+  }
+  FUSE_HOST_DEVICE FUSE_INLINE void bind(const row_slot* slots) {
+    for_each(args, [&](auto& a) { a.bind(slots); });
   }
 FUSE_EXEC_CHECK_DISABLE
   template <bool Unit>
@@ -149,6 +174,26 @@ FUSE_EXEC_CHECK_DISABLE
   }
 };
 
+// A reduction's value for the current row, computed by an earlier phase into slot K.
+template <class T, std::size_t K>
+struct slot_eval {
+  using value_type = T;
+  const row_slot* slots = nullptr;
+  FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t*) {}
+  FUSE_HOST_DEVICE FUSE_INLINE void bind(const row_slot* s) { slots = s; }
+  template <bool Unit>
+  FUSE_HOST_DEVICE FUSE_INLINE T at(index_t) const { return read_slot<T>(slots[K]); }
+  template <int V>
+  FUSE_HOST_DEVICE FUSE_INLINE lanes<T, V> at_vec(index_t) const {
+    lanes<T, V> r;
+    const T v = read_slot<T>(slots[K]);
+    for (int l = 0; l < V; ++l) r.v[l] = v;
+    return r;
+  }
+  template <class F>
+  void for_each_tracker(F&&) {}
+};
+
 // Gather: table[indices[outer axes], inner axes]. The index comes from a child evaluator; the
 // table offset is index * row_stride plus an affine offset over the trailing (table) axes.
 template <class T, std::size_t R, class IndexEval>
@@ -165,6 +210,7 @@ struct take_eval {
     row = row_offset<R>(stride, outer);
     index.seek(outer);
   }
+  FUSE_HOST_DEVICE FUSE_INLINE void bind(const row_slot* slots) { index.bind(slots); }
   template <bool Unit>
   FUSE_HOST_DEVICE FUSE_INLINE value_type at(index_t i) const {
     const index_t k = static_cast<index_t>(index.template at<Unit>(i));

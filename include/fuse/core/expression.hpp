@@ -46,16 +46,9 @@ concept operand = expression<T> || scalar<T>;
 
 namespace detail {
 
-// The static shape of an expression: extents known at compile time, dyn elsewhere.
+// Reduction nodes in E (each gets a slot of the row kernel, numbered in post-order).
 template <class E>
-constexpr auto static_shape_of() {
-  using D = std::remove_cvref_t<E>;
-  if constexpr (requires { D::static_shape; }) return D::static_shape;
-  else return shape_t<D::rank>{};  // filled below
-}
-
-template <class E>
-inline constexpr bool is_weak_v = false;  // specialised by scalar_expr
+inline constexpr std::size_t reduction_count_v = 0;
 
 }  // namespace detail
 }  // namespace fuse

@@ -28,7 +28,7 @@ struct full_expr : detail::expr_tag {
   T value;
 
   const shape_t<R>& shape() const { return shape_; }
-  template <std::size_t E>
+  template <std::size_t E, std::size_t = 0>
   detail::const_eval<T> evaluator(const shape_t<E>&) const { return {value}; }
   template <class F>
   void visit_leaves(F&&) const {}
@@ -51,7 +51,7 @@ struct iota_expr : detail::expr_tag {
   shape_t<R> shape_;
 
   const shape_t<R>& shape() const { return shape_; }
-  template <std::size_t E>
+  template <std::size_t E, std::size_t = 0>
   detail::affine_eval<E> evaluator(const shape_t<E>&) const {
     shape_t<R> unit{};
     unit[K] = 1;
@@ -120,7 +120,7 @@ struct take_expr : detail::expr_tag {
     }
   }
 
-  template <std::size_t E>
+  template <std::size_t E, std::size_t = 0>
   auto evaluator(const shape_t<E>&) const {
     // The indices occupy the leading output axes, the table's axes 1.. the trailing ones.
     constexpr std::size_t trailing = table_rank - 1;

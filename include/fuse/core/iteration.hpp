@@ -55,33 +55,34 @@ struct iteration {
     for (auto e : shape) n *= e;
     return n;
   }
+  template <class F>
+  void for_each_tracker(F&& f) { eval.for_each_tracker(f); }
 };
 
-// Merges neighbouring axes that every stride set (trackers and output) traverses as one, and drops
-// axes of extent 1. Axes are kept right-aligned; freed leading axes get extent 1.
-template <std::size_t R, class Strides>
-void collapse_axes(index_t* shape, Strides& sets) {
-  index_t new_shape[R];
-  std::fill(new_shape, new_shape + R, index_t(1));
-  std::vector<std::array<index_t, R>> new_strides(sets.size());
-  for (auto& s : new_strides) s.fill(0);
-  int w = -1;  // current group position (from the right), -1: none yet
-  int pos = static_cast<int>(R);
-  for (int d = static_cast<int>(R) - 1; d >= 0; --d) {
-    if (shape[d] == 1) continue;
+// Merges neighbouring axes among [first, first + n) that every stride set (trackers and output)
+// traverses as one, and drops axes of extent 1. The merged axes are right-aligned within the
+// range; freed axes at its front get extent 1 (and stride 0).
+inline void collapse_axes(index_t* shape, std::size_t first, std::size_t n, const std::vector<index_t*>& sets) {
+  std::vector<index_t> new_shape(n, 1);
+  std::vector<std::vector<index_t>> new_strides(sets.size(), std::vector<index_t>(n, 0));
+  int w = -1;  // the group being merged into, -1: none yet
+  int pos = static_cast<int>(n);
+  for (int d = static_cast<int>(n) - 1; d >= 0; --d) {
+    const index_t e = shape[first + d];
+    if (e == 1) continue;
     bool merge = w >= 0;
     for (std::size_t k = 0; merge && k < sets.size(); ++k)
-      merge = sets[k][d] == new_strides[k][w] * new_shape[w];
+      merge = sets[k][first + d] == new_strides[k][w] * new_shape[w];
     if (merge) {
-      new_shape[w] *= shape[d];
+      new_shape[w] *= e;
     } else {
       w = --pos;
-      new_shape[w] = shape[d];
-      for (std::size_t k = 0; k < sets.size(); ++k) new_strides[k][w] = sets[k][d];
+      new_shape[w] = e;
+      for (std::size_t k = 0; k < sets.size(); ++k) new_strides[k][w] = sets[k][first + d];
     }
   }
-  std::copy(new_shape, new_shape + R, shape);
-  for (std::size_t k = 0; k < sets.size(); ++k) std::copy(new_strides[k].begin(), new_strides[k].end(), sets[k]);
+  std::copy(new_shape.begin(), new_shape.end(), shape + first);
+  for (std::size_t k = 0; k < sets.size(); ++k) std::copy(new_strides[k].begin(), new_strides[k].end(), sets[k] + first);
 }
 
 template <class T, std::size_t RD, class E>
@@ -97,7 +98,7 @@ auto make_iteration(const destination<T, RD>& dst, const E& e) {
 
   std::vector<index_t*> sets{it.out_stride};
   it.eval.for_each_tracker([&](const tracker& t) { sets.push_back(t.stride); });
-  collapse_axes<R>(it.shape, sets);
+  collapse_axes(it.shape, 0, R, sets);
   it.unit = true;
   if (it.shape[R - 1] > 1)
     for (auto* s : sets) it.unit = it.unit && s[R - 1] == 1;
@@ -126,7 +127,7 @@ bool destination_overlaps(It& it) {
   const auto out = byte_range<R>(it.out, sizeof(T), it.shape, it.out_stride);
   if (out[0] > out[1]) return false;
   bool overlap = false;
-  it.eval.for_each_tracker([&](const tracker& t) {
+  it.for_each_tracker([&](const tracker& t) {
     if (!t.base || overlap) return;
     std::array<std::uintptr_t, 2> in;
     if (t.span > 0) {

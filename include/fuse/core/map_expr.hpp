@@ -155,22 +155,33 @@ struct map_expr : detail::expr_tag {
   const shape_t<rank>& shape() const { return shape_; }
   index_t size() const { return shape_size(shape_); }
 
-  template <std::size_t R>
+  // Operand k's reductions take the slots after those of operands 0..k-1 (post-order numbering).
+  template <std::size_t R, std::size_t Base = 0>
   auto evaluator(const shape_t<R>& out) const {
-    return detail::apply(
-        [&](const auto&... a) {
-          using eval = detail::map_eval<value_type, typename signature::convert, F,
-                                        decltype(a.template evaluator<R>(out))...>;
-          return eval{f, detail::tuple<decltype(a.template evaluator<R>(out))...>(a.template evaluator<R>(out)...)};
-        },
-        args);
+    return evaluator_impl<R, Base>(out, std::index_sequence_for<Args...>{});
   }
   template <class G>
   void visit_leaves(G&& g) const {
     detail::for_each(args, [&](const auto& a) { a.visit_leaves(g); });
   }
 
+  // Row-kernel slots taken by the reductions of operands 0..I-1.
+  template <std::size_t I>
+  static constexpr std::size_t slots_before = [] {
+    constexpr std::size_t counts[] = {detail::reduction_count_v<Args>..., 0};
+    std::size_t n = 0;
+    for (std::size_t k = 0; k < I; ++k) n += counts[k];
+    return n;
+  }();
+
  private:
+  template <std::size_t R, std::size_t Base, std::size_t... I>
+  auto evaluator_impl(const shape_t<R>& out, std::index_sequence<I...>) const {
+    using eval = detail::map_eval<value_type, typename signature::convert, F,
+                                  decltype(detail::get<I>(args).template evaluator<R, Base + slots_before<I>>(out))...>;
+    return eval{f, detail::make_tuple_of(detail::get<I>(args).template evaluator<R, Base + slots_before<I>>(out)...)};
+  }
+
   shape_t<rank> broadcast_all() const {
     shape_t<rank> s{};
     s.fill(1);
@@ -199,6 +210,11 @@ struct map_expr : detail::expr_tag {
     throw shape_error(msg.empty() ? std::string("fuse::") + F::name + ": shapes do not broadcast" : msg);
   }
 };
+
+namespace detail {
+template <class F, class... A>
+inline constexpr std::size_t reduction_count_v<map_expr<F, A...>> = (std::size_t{0} + ... + reduction_count_v<A>);
+}
 
 // Builds a map_expr, holding each operand as detail::hold_operand says.
 template <class F, class... A>

@@ -18,7 +18,7 @@ struct scalar_expr : expr_tag {
   T value;
 
   constexpr shape_t<0> shape() const { return {}; }
-  template <std::size_t R>
+  template <std::size_t R, std::size_t = 0>
   const_eval<T> evaluator(const shape_t<R>&) const { return {value}; }
   template <class F>
   void visit_leaves(F&&) const {}

@@ -43,6 +43,11 @@ class basic_tensor : public detail::expr_tag {
   template <std::integral... I>
     requires(sizeof...(I) == Rank)
   explicit basic_tensor(I... e) : basic_tensor(shape_t<Rank>{static_cast<index_t>(e)...}) {}
+  // x({m, n}): a braced list binds to this array exactly; without it the call is ambiguous between
+  // the shape_t constructor and the copy/move constructors (via the extents constructor above).
+  explicit basic_tensor(const index_t (&shape)[Rank == 0 ? 1 : Rank])
+    requires(Rank > 0)
+      : basic_tensor(std::to_array(shape)) {}
   explicit basic_tensor(const shape_t<Rank>& shape) : shape_(shape) {
     for (auto e : shape)
       if (e < 0) throw shape_error("fuse::tensor: negative extent in " + detail::format_shape(shape));
@@ -84,7 +89,7 @@ class basic_tensor : public detail::expr_tag {
   const T& operator()(I... i) const { return view()(i...); }
 
   // --- leaf protocol (a tensor moved into an expression is read like its view) ---
-  template <std::size_t R>
+  template <std::size_t R, std::size_t = 0>
   detail::load_eval<const T, R> evaluator(const shape_t<R>& out) const { return view().evaluator(out); }
   template <class F>
   void visit_leaves(F&& f) const { view().visit_leaves(f); }

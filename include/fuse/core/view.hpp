@@ -63,7 +63,7 @@ class basic_view : public detail::expr_tag {
   }
 
   // --- leaf protocol ---
-  template <std::size_t R>
+  template <std::size_t R, std::size_t = 0>
   detail::load_eval<T, R> evaluator(const shape_t<R>&) const {
     detail::load_eval<T, R> e{data_, {}};
     detail::place_strides<R, rank>(e.stride, shape(), strides());

@@ -45,6 +45,17 @@ FUSE_HOST_DEVICE constexpr decltype(auto) apply_impl(F&& f, Tup&& t, std::index_
   return std::forward<F>(f)(get<I>(t)...);
 }
 
+template <class... A, class... B, std::size_t... I, std::size_t... J>
+constexpr tuple<A..., B...> tuple_cat_impl(const tuple<A...>& a, const tuple<B...>& b, std::index_sequence<I...>,
+                                           std::index_sequence<J...>) {
+  return tuple<A..., B...>(get<I>(a)..., get<J>(b)...);
+}
+// The elements of a, then those of b.
+template <class... A, class... B>
+constexpr tuple<A..., B...> tuple_cat(const tuple<A...>& a, const tuple<B...>& b) {
+  return tuple_cat_impl(a, b, std::index_sequence_for<A...>{}, std::index_sequence_for<B...>{});
+}
+
 // Calls f(get<0>(t), get<1>(t), ...).
 FUSE_EXEC_CHECK_DISABLE
 template <class F, class Tup>

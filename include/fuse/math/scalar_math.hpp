@@ -30,6 +30,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "fuse/config.hpp"
 
@@ -52,6 +53,15 @@ FUSE_INLINE float mad(float a, float b, float c) {
 #endif
 }
 
+// c ? a : b on floats, as a bit blend.  A plain ?: on floats becomes a branch in
+// GIMPLE; GCC then sinks/PREs the (possibly trapping, under the default
+// -ftrapping-math) arithmetic of one arm into it and the loop is no longer
+// if-convertible ("control flow in loop").  Integer masks keep it straight-line.
+FUSE_INLINE float sel(bool c, float a, float b) {
+  const std::uint32_t m = 0u - static_cast<std::uint32_t>(c);
+  return as_f32((as_u32(a) & m) | (as_u32(b) & ~m));
+}
+
 FUSE_INLINE float fabs_f(float x) { return as_f32(as_u32(x) & 0x7fffffffu); }
 // |mag| with the sign bit of sgn.
 FUSE_INLINE float copysign_f(float mag, float sgn) {
@@ -62,8 +72,8 @@ FUSE_INLINE float pow2i(std::int32_t n) {
   return as_f32(static_cast<std::uint32_t>(n + 127) << 23);
 }
 
-inline constexpr float kInf = __builtin_huge_valf();
-inline constexpr float kNaN = __builtin_nanf("");
+inline constexpr float kInf = std::numeric_limits<float>::infinity();
+inline constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 inline constexpr float kLn2Hi = 0.693359375f;      // few mantissa bits: n*kLn2Hi is exact
 inline constexpr float kLn2Lo = -2.12194440e-4f;   // ln2 - kLn2Hi
 inline constexpr float kLog2e = 1.44269504088896341f;
@@ -100,8 +110,8 @@ FUSE_INLINE float reduce_ln2(float x, std::int32_t& n) {
 FUSE_INLINE float exp_f(float x) {
   // Outside [-104, 88.8] the result is 0 / inf anyway; clamping keeps n in
   // [-150, 129].  Comparisons with NaN are false, so NaN flows through.
-  float xc = x > 88.8f ? 88.8f : x;
-  xc = xc < -104.0f ? -104.0f : xc;
+  float xc = sel(x > 88.8f, 88.8f, x);
+  xc = sel(xc < -104.0f, -104.0f, xc);
   std::int32_t n;
   const float r = reduce_ln2(xc, n);
   const float p = expm1_poly(r) + 1.0f;
@@ -115,7 +125,7 @@ FUSE_INLINE float exp_f(float x) {
 FUSE_INLINE float log_core(float x) {
   // Subnormals: scale by 2^23 so the exponent field is meaningful.
   const bool sub = x < 1.17549435e-38f;
-  const float xs = sub ? x * 8388608.0f : x;
+  const float xs = sel(sub, x * 8388608.0f, x);
   // Split x = 2^e * m with m in [sqrt(1/2), sqrt(2)): subtracting the bits of
   // sqrt(1/2) makes the exponent field carry exactly at m = sqrt(2).
   const std::uint32_t ix = as_u32(xs) - 0x3f3504f3u;
@@ -142,9 +152,9 @@ FUSE_INLINE float log_core(float x) {
 
 FUSE_INLINE float log_f(float x) {
   float r = log_core(x);
-  r = x == kInf ? kInf : r;
-  r = x == 0.0f ? -kInf : r;
-  return !(x >= 0.0f) ? kNaN : r;  // negative or NaN
+  r = sel(x == kInf, kInf, r);
+  r = sel(x == 0.0f, -kInf, r);
+  return sel(!(x >= 0.0f), kNaN, r);  // negative or NaN
 }
 
 FUSE_INLINE float log1p_f(float x) {
@@ -153,17 +163,17 @@ FUSE_INLINE float log1p_f(float x) {
   const float u = 1.0f + x;
   const float c = ((u - 1.0f) - x) / u;
   float r = log_core(u) - c;
-  r = fabs_f(x) < 0x1p-24f ? x : r;  // log1p(x) rounds to x; keeps -0
-  r = x == kInf ? kInf : r;
-  r = x == -1.0f ? -kInf : r;
-  return !(x >= -1.0f) ? kNaN : r;  // x < -1 or NaN
+  r = sel(fabs_f(x) < 0x1p-24f, x, r);  // log1p(x) rounds to x; keeps -0
+  r = sel(x == kInf, kInf, r);
+  r = sel(x == -1.0f, -kInf, r);
+  return sel(!(x >= -1.0f), kNaN, r);  // x < -1 or NaN
 }
 
 FUSE_INLINE float expm1_f(float x) {
   // Below -17.33 the result rounds to -1; above 88.73 it overflows.  The clamp
   // keeps n in [-29, 129].
-  float xc = x > 88.8f ? 88.8f : x;
-  xc = xc < -20.0f ? -20.0f : xc;
+  float xc = sel(x > 88.8f, 88.8f, x);
+  xc = sel(xc < -20.0f, -20.0f, xc);
   std::int32_t n;
   const float r = reduce_ln2(xc, n);
   const float em = expm1_poly(r);
@@ -174,15 +184,15 @@ FUSE_INLINE float expm1_f(float x) {
   // Large n: the -1 is negligible; scale in two steps so overflow gives inf.
   const std::int32_t n1 = n >> 1;
   const float large = (em + 1.0f) * pow2i(n1) * pow2i(n - n1);
-  const float res = n > 24 ? large : small;
-  return fabs_f(x) < 0x1p-24f ? x : res;  // tiny x (keeps -0)
+  const float res = sel(n > 24, large, small);
+  return sel(fabs_f(x) < 0x1p-24f, x, res);  // tiny x (keeps -0)
 }
 
 FUSE_INLINE float sigmoid_f(float x) {
   // e = exp(-|x|) never overflows; sigmoid(x) = 1/(1+e) for x >= 0 and
   // e/(1+e) for x < 0 (so tiny results keep full relative accuracy).
   const float e = exp_f(-fabs_f(x));
-  return (x >= 0.0f ? 1.0f : e) / (1.0f + e);
+  return sel(x >= 0.0f, 1.0f, e) / (1.0f + e);
 }
 
 FUSE_INLINE float tanh_f(float x) {
@@ -195,9 +205,14 @@ FUSE_INLINE float tanh_f(float x) {
   p = mad(p, z, 1.33314422036e-1f);
   p = mad(p, z, -3.33332819422e-1f);
   const float small = mad(p * z, a, a);
-  // Otherwise tanh(a) = 1 - 2/(e^{2a}+1); e^{2a} = inf gives exactly 1.
-  const float large = 1.0f - 2.0f / (exp_f(2.0f * a) + 1.0f);
-  return copysign_f(a < 0.625f ? small : large, x);  // NaN: large is NaN
+  // Otherwise tanh(a) = 1 - 2/(e^{2a}+1).  Past a = 10 the result rounds to 1,
+  // so clamp there and build e^{2a} (< 2^29) with a single exponent scale.
+  const float a2 = 2.0f * sel(a > 10.0f, 10.0f, a);  // NaN stays NaN
+  std::int32_t n;
+  const float r = reduce_ln2(a2, n);
+  const float e = (expm1_poly(r) + 1.0f) * pow2i(n);
+  const float large = 1.0f - 2.0f / (e + 1.0f);
+  return copysign_f(sel(a < 0.625f, small, large), x);  // NaN: large is NaN
 }
 
 FUSE_INLINE float erf_f(float x) {
@@ -214,7 +229,7 @@ FUSE_INLINE float erf_f(float x) {
   const float small = mad(a, p, a);
   // 1 <= |x| < 3.92: erf = 1 - exp(Q(|x|-1)), Q fitted to log(erfc) weighted by
   // erfc (absolute error 3.5e-4 ulp of 1).  Beyond 3.92 erf rounds to 1.
-  const float t = (a < 3.92f ? a : 3.92f) - 1.0f;
+  const float t = sel(a < 3.92f, a, 3.92f) - 1.0f;
   float q = -2.168685125e-05f;
   q = mad(q, t, 2.895284382e-04f);
   q = mad(q, t, -2.011967493e-03f);
@@ -224,9 +239,9 @@ FUSE_INLINE float erf_f(float x) {
   q = mad(q, t, -2.638967515e+00f);
   q = mad(q, t, -1.849605510e+00f);
   float large = 1.0f - exp_f(q);
-  large = a >= 3.92f ? 1.0f : large;
-  const float r = a < 1.0f ? small : large;
-  return copysign_f(a != a ? x : r, x);  // NaN would otherwise select 1
+  large = sel(a >= 3.92f, 1.0f, large);
+  const float r = sel(a < 1.0f, small, large);
+  return copysign_f(sel(a != a, x, r), x);  // NaN would otherwise select 1
 }
 
 // Sin/cos: reduce in double, x = j*pi/2 + r.  pi/2 = kPio2Hi + kPio2Lo with
@@ -241,14 +256,18 @@ FUSE_INLINE float reduce_pio2(float x, std::uint32_t& q) {
   constexpr double kMagic = 6755399441055744.0;      // 1.5 * 2^52
   const double xd = x;
   const double t = xd * kTwoOverPi + kMagic;
-  q = static_cast<std::uint32_t>(as_u64(t)) & 3u;
-  const double j = t - kMagic;
+  // j sits in the low mantissa bits of t (as in round_to_int).  Reading it as
+  // int32 (cheap to convert back) wraps only for |x| > ~3e9.
+  const std::uint32_t jbits = static_cast<std::uint32_t>(as_u64(t));
+  q = jbits & 3u;
+  const double j = static_cast<double>(static_cast<std::int32_t>(jbits));
   const double r = (xd - j * kPio2Hi) - j * kPio2Lo;
-  // Past |x| ~ 2^51 the rounding trick fails; clamping keeps the polynomials
-  // (and so the result) within [-1, 1].  inf - inf = NaN passes through.
-  float rf = static_cast<float>(r);
-  rf = rf > 0.7854f ? 0.7854f : rf;
-  return rf < -0.7854f ? -0.7854f : rf;
+  // x - x is 0, or NaN for x = +-inf / NaN, which must give NaN.
+  float rf = static_cast<float>(r) + (x - x);
+  // Once j is wrong (huge |x|) r can be anything; clamping keeps the
+  // polynomials, and so the result, within [-1, 1].  NaN passes through.
+  rf = sel(rf > 0.7854f, 0.7854f, rf);
+  return sel(rf < -0.7854f, -0.7854f, rf);
 }
 
 // sin(r) and cos(r) for |r| <= pi/4 (Cephes sinf/cosf polynomials).
@@ -271,7 +290,7 @@ FUSE_INLINE float cos_poly(float r) {
 FUSE_INLINE float sin_quadrant(float r, std::uint32_t q) {
   const float s = sin_poly(r);
   const float c = cos_poly(r);
-  const float v = (q & 1u) ? c : s;
+  const float v = sel(q & 1u, c, s);
   return as_f32(as_u32(v) ^ ((q & 2u) << 30));
 }
 
@@ -279,7 +298,7 @@ FUSE_INLINE float sin_f(float x) {
   std::uint32_t q;
   const float r = reduce_pio2(x, q);
   const float v = sin_quadrant(r, q);
-  return x == 0.0f ? x : v;  // keep the sign of zero
+  return sel(x == 0.0f, x, v);  // keep the sign of zero
 }
 
 FUSE_INLINE float cos_f(float x) {

@@ -2,67 +2,119 @@
 //
 // Read top to bottom:
 //  1. every node states its kind (node_kind, TVM's op-pattern lattice);
-//  2. a kernel starts at the root and grows downwards through every child that may join it;
-//  3. a child that may not join (a reduction whose result is not broadcast back along the
-//     group's rows, an anchor, an opaque node) starts kernels of its own, and its result is read
-//     by the consumer as a leaf;
+//  2. a kernel (a *group*) starts at the root and grows downwards through elementwise nodes,
+//     views, generators and leaves, which always join;
+//  3. a group has row axes: those of a reduction root, or else those of the first reduction met
+//     (pre-order) that reduces trailing axes. A reduction joins the group as a *phase* when it
+//     reduces exactly the group's row axes (its result is then constant along the row and
+//     broadcast back: softmax, layer norm). Any other reduction starts a group of its own, whose
+//     small result the consumer reads as a leaf;
 //  4. kernels_v is the number of groups. The eager plan instead counts every interior node.
+// The executor (core/assign.hpp) follows the same rules; run-time shapes that break a group
+// (a joined reduction over an extent other than the group's) split it, and the plan says so.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 
 #include "fuse/core/map_expr.hpp"
+#include "fuse/ops/reduce.hpp"
 
 namespace fuse {
 
 namespace detail {
 
-// Visit the operand types of a node (none for leaves and generators).
+template <std::size_t R>
+constexpr bool is_trailing_mask(std::uint32_t m) {
+  if (m == 0) return false;
+  const std::size_t n = static_cast<std::size_t>(std::popcount(m));
+  if (n > R) return false;
+  const std::uint32_t below = R - n >= 32 ? ~0u : (std::uint32_t(1) << (R - n)) - 1;
+  return m == (all_axes_mask<R> & ~below);
+}
+
+// The row axes of reduction C seen from a group of rank R (operands align on trailing axes).
+template <class C, std::size_t R>
+constexpr std::uint32_t group_mask_of() {
+  if constexpr (C::child_rank > R) return 0;
+  else return C::mask << (R - C::child_rank);
+}
+
+// Pre-order search, through elementwise nodes only, for the first reduction over trailing axes.
+template <std::size_t R, class E>
+constexpr std::uint32_t first_row_mask() {
+  if constexpr (is_reduce_v<E>) {
+    constexpr std::uint32_t m = group_mask_of<E, R>();
+    return is_trailing_mask<R>(m) ? m : 0;
+  } else if constexpr (E::kind == node_kind::elementwise) {
+    return []<class... A>(const tuple<A...>*) {
+      std::uint32_t m = 0;
+      ((m = m ? m : first_row_mask<R, A>()), ...);
+      return m;
+    }(static_cast<const decltype(E::args)*>(nullptr));
+  } else {
+    return 0;
+  }
+}
+
+// The rank and row axes of the group rooted at E.
 template <class E>
-struct operands {
-  template <template <class...> class F>
-  using apply = F<>;
-};
-template <class F, class... A>
-struct operands<map_expr<F, A...>> {
-  template <template <class...> class G>
-  using apply = G<A...>;
+struct group_of {
+  static constexpr bool reduction_root = is_reduce_v<E>;
+  static constexpr std::size_t rank = [] {
+    if constexpr (is_reduce_v<E>) return E::child_rank;
+    else return E::rank == 0 ? std::size_t{1} : E::rank;
+  }();
+  static constexpr std::uint32_t mask = [] {
+    if constexpr (is_reduce_v<E>) return E::mask;
+    else return first_row_mask<rank, E>();
+  }();
 };
 
-// Does child C execute inside the kernel of its consumer P?
-template <class P, class C>
-inline constexpr bool joins_consumer = C::kind == node_kind::leaf || C::kind == node_kind::elementwise ||
-                                       C::kind == node_kind::view || C::kind == node_kind::generator;
+// Does reduction C run as a phase of a group of rank R with row axes M?
+template <class C, std::size_t R, std::uint32_t M>
+inline constexpr bool joins_group = M != 0 && group_mask_of<C, R>() == M;
 
 template <class E>
 struct fusion;
 
-// Kernels that the operands of E need beyond E's own kernel.
-template <class P>
-struct split_kernels {
-  template <class... C>
-  struct of {
-    static constexpr std::size_t value = (std::size_t{0} + ... + (joins_consumer<P, C> ? fusion<C>::below : fusion<C>::kernels));
-  };
-};
+// Kernels that the nodes below E need beyond the group (R, M) that E belongs to.
+template <std::size_t R, std::uint32_t M, class E>
+constexpr std::size_t kernels_below() {
+  if constexpr (is_reduce_v<E>) {
+    return kernels_below<R, M, typename E::child_type>();
+  } else if constexpr (E::kind == node_kind::elementwise) {
+    return []<class... A>(const tuple<A...>*) {
+      return (std::size_t{0} + ... + [] {
+        if constexpr (!is_reduce_v<A>) return kernels_below<R, M, A>();
+        else if constexpr (joins_group<A, R, M>) return kernels_below<R, M, A>();
+        else return fusion<A>::kernels;
+      }());
+    }(static_cast<const decltype(E::args)*>(nullptr));
+  } else {
+    return 0;
+  }
+}
 
 template <class E>
 struct fusion {
-  static constexpr std::size_t below = operands<E>::template apply<split_kernels<E>::template of>::value;
-  static constexpr std::size_t kernels = 1 + below;
+  using group = group_of<E>;
+  static constexpr std::size_t kernels = 1 + kernels_below<group::rank, group::mask, E>();
 };
 
 // Interior nodes: those an unfused framework runs as a kernel each.
 template <class E>
-struct eager_count {
-  template <class... C>
-  struct of {
-    static constexpr std::size_t value = (std::size_t{0} + ... + eager_count<C>::value);
-  };
-  static constexpr bool interior = E::kind == node_kind::elementwise || E::kind == node_kind::reduction ||
-                                   E::kind == node_kind::anchor;
-  static constexpr std::size_t value = (interior ? 1 : 0) + operands<E>::template apply<of>::value;
-};
+constexpr std::size_t interior_nodes() {
+  if constexpr (is_reduce_v<E>) {
+    return 1 + interior_nodes<typename E::child_type>();
+  } else if constexpr (E::kind == node_kind::elementwise) {
+    return []<class... A>(const tuple<A...>*) {
+      return (std::size_t{1} + ... + interior_nodes<A>());
+    }(static_cast<const decltype(E::args)*>(nullptr));
+  } else {
+    return 0;
+  }
+}
 
 }  // namespace detail
 
@@ -72,7 +124,6 @@ inline constexpr std::size_t kernels_v = detail::fusion<std::remove_cvref_t<E>>:
 
 // Kernels in the eager plan of E: one per interior node (at least one: a copy).
 template <class E>
-inline constexpr std::size_t eager_kernels_v =
-    detail::eager_count<std::remove_cvref_t<E>>::value ? detail::eager_count<std::remove_cvref_t<E>>::value : 1;
+inline constexpr std::size_t eager_kernels_v = std::max<std::size_t>(1, detail::interior_nodes<std::remove_cvref_t<E>>());
 
 }  // namespace fuse

@@ -1,0 +1,222 @@
+// fuse/backend/cpu/row_kernel.hpp - the CPU row kernel: rows split across threads; per row each
+// phase reduces the row (several SIMD accumulators; float sums in float lanes per block of
+// block_elements, blocks combined in double), then the epilogue writes the row. A row of a few
+// thousand elements stays in L1/L2 between phases, so memory sees one read and one write.
+// With fewer rows than threads (a full reduction, a single long row), each row is split across
+// the threads instead, phase by phase.
+#pragma once
+
+#include <algorithm>
+#include <vector>
+
+#include "fuse/backend/cpu/executor.hpp"
+#include "fuse/core/row_iteration.hpp"
+
+namespace fuse::detail {
+
+inline constexpr index_t block_elements = 4096;
+
+// Reduces elements [begin, end) of the current row of ev with Op.
+template <class Op, class Acc, bool Unit, class Ev>
+typename Op::template total_t<Acc> reduce_range(const Ev& ev, index_t begin, index_t end) {
+  using Total = typename Op::template total_t<Acc>;
+  constexpr int W = sizeof(Acc) >= 8 ? 16 : 32;  // two 64-byte registers of lanes: latency hidden
+  Total total = Op::template identity<Total>();
+  for (index_t b = begin; b < end; b += block_elements) {
+    const index_t e = std::min(end, b + block_elements);
+    Acc lane[W];
+    for (int l = 0; l < W; ++l) lane[l] = Op::template identity<Acc>();
+    index_t i = b;
+    for (; i + W <= e; i += W) {
+      FUSE_SIMD_LOOP
+      for (int l = 0; l < W; ++l) lane[l] = Op::combine(lane[l], static_cast<Acc>(ev.template at<Unit>(i + l)));
+    }
+    for (; i < e; ++i) lane[0] = Op::combine(lane[0], static_cast<Acc>(ev.template at<Unit>(i)));
+    for (int w = W / 2; w > 0; w /= 2)
+      for (int l = 0; l < w; ++l) lane[l] = Op::combine(lane[l], lane[l + w]);
+    total = Op::combine(total, static_cast<Total>(lane[0]));
+  }
+  return total;
+}
+
+template <bool Unit, class Phase>
+auto reduce_row(Phase& p, const index_t* shape, std::size_t inner_first, std::size_t R, index_t* idx,
+                index_t begin, index_t end) {
+  using Op = typename Phase::op;
+  using Acc = typename Phase::acc_type;
+  auto total = Op::template identity<typename Op::template total_t<Acc>>();
+  // Sub-rows: every combination of the row axes but the last.
+  index_t sub = 1;
+  for (std::size_t d = inner_first; d + 1 < R; ++d) sub *= shape[d];
+  for (index_t s = 0; s < sub; ++s) {
+    index_t q = s;
+    for (std::size_t d = R - 1; d-- > inner_first;) idx[d] = q % shape[d], q /= shape[d];
+    p.child.seek(idx);
+    total = Op::combine(total, reduce_range<Op, Acc, Unit>(p.child, begin, end));
+  }
+  return total;
+}
+
+// The slot written by phase number j (phases are in slot order, so it is the phase's own slot).
+template <class Phases>
+std::size_t get_slot_of(const Phases& phases, int j) {
+  std::size_t slot = 0, k = 0;
+  for_each(phases, [&](const auto& p) {
+    if (int(k++) == j) slot = std::remove_cvref_t<decltype(p)>::slot;
+  });
+  return slot;
+}
+
+// One row: phases, then the epilogue. idx holds the row's outer index.
+template <bool Unit, class It, class Ev, class Phases>
+void run_row(const It& it, Ev& ev, Phases& phases, row_slot* slots, index_t* idx) {
+  constexpr std::size_t R = It::rank;
+  const index_t n = it.shape[R - 1];
+  std::size_t k = 0;
+  for_each(phases, [&](auto& p) {
+    using P = std::remove_cvref_t<decltype(p)>;
+    if (it.alias[k] >= 0) {
+      slots[P::slot] = slots[get_slot_of(phases, it.alias[k])];
+    } else {
+      const auto total = reduce_row<Unit>(p, it.shape, it.inner_first, R, idx, 0, n);
+      write_slot(slots[P::slot], P::op::template finalize<typename P::result_type>(total, p.count));
+    }
+    ++k;
+  });
+  using T = std::remove_pointer_t<decltype(it.out)>;
+  if (it.root_reduction) {
+    for (std::size_t d = it.inner_first; d + 1 < R; ++d) idx[d] = 0;
+    ev.seek(idx);
+    it.out[row_offset<R>(it.out_stride, idx)] = static_cast<T>(ev.template at<Unit>(0));
+    return;
+  }
+  index_t sub = 1;
+  for (std::size_t d = it.inner_first; d + 1 < R; ++d) sub *= it.shape[d];
+  const index_t os = it.out_stride[R - 1];
+  for (index_t s = 0; s < sub; ++s) {
+    index_t q = s;
+    for (std::size_t d = R - 1; d-- > it.inner_first;) idx[d] = q % it.shape[d], q /= it.shape[d];
+    ev.seek(idx);
+    T* row = it.out + row_offset<R>(it.out_stride, idx);
+    if constexpr (Unit) {
+      FUSE_SIMD_LOOP
+      for (index_t i = 0; i < n; ++i) row[i] = ev.template at<true>(i);
+    } else {
+      for (index_t i = 0; i < n; ++i) row[i * os] = ev.template at<false>(i);
+    }
+  }
+}
+
+template <bool Unit, class It>
+void run_rows(const It& it, index_t first, index_t last) {
+  constexpr std::size_t R = It::rank;
+  auto ev = it.eval;
+  auto phases = it.phases;
+  row_slot slots[It::phase_count > 0 ? It::phase_count : 1] = {};
+  ev.bind(slots);
+  for_each(phases, [&](auto& p) { p.bind(slots); });
+  index_t idx[R] = {};
+  for (index_t o = first; o < last; ++o) {
+    index_t q = o;
+    for (std::size_t d = it.inner_first; d-- > 0;) idx[d] = q % it.shape[d], q /= it.shape[d];
+    run_row<Unit>(it, ev, phases, slots, idx);
+  }
+}
+
+#if defined(_OPENMP)
+// Fewer rows than threads: each row's phases and epilogue are split across the threads along the
+// last axis; partial results are combined before the next phase.
+template <bool Unit, class It>
+void run_split_rows(const It& it, int threads) {
+  constexpr std::size_t R = It::rank;
+  const index_t rows = it.rows();
+  const index_t n = it.shape[R - 1];
+  std::vector<row_slot> slots(It::phase_count > 0 ? It::phase_count : 1);
+  index_t idx[R] = {};
+  for (index_t o = 0; o < rows; ++o) {
+    index_t q = o;
+    for (std::size_t d = it.inner_first; d-- > 0;) idx[d] = q % it.shape[d], q /= it.shape[d];
+    std::size_t k = 0;
+    for_each(it.phases, [&](const auto& phase) {
+      using P = std::remove_cvref_t<decltype(phase)>;
+      using Total = typename P::op::template total_t<typename P::acc_type>;
+      if (it.alias[k] >= 0) {
+        slots[P::slot] = slots[get_slot_of(it.phases, it.alias[k])];
+      } else {
+        std::vector<Total> partial(threads, P::op::template identity<Total>());
+#pragma omp parallel num_threads(threads)
+        {
+          const index_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+          P p = phase;
+          p.bind(slots.data());
+          index_t my_idx[R];
+          std::copy(idx, idx + R, my_idx);
+          partial[t] = reduce_row<Unit>(p, it.shape, it.inner_first, R, my_idx, n * t / nt, n * (t + 1) / nt);
+        }
+        Total total = P::op::template identity<Total>();
+        for (auto v : partial) total = P::op::combine(total, v);
+        write_slot(slots[P::slot], P::op::template finalize<typename P::result_type>(total, phase.count));
+      }
+      ++k;
+    });
+    using T = std::remove_pointer_t<decltype(it.out)>;
+    if (it.root_reduction) {
+      auto ev = it.eval;
+      ev.bind(slots.data());
+      for (std::size_t d = it.inner_first; d + 1 < R; ++d) idx[d] = 0;
+      ev.seek(idx);
+      it.out[row_offset<R>(it.out_stride, idx)] = static_cast<T>(ev.template at<Unit>(0));
+      continue;
+    }
+    index_t sub = 1;
+    for (std::size_t d = it.inner_first; d + 1 < R; ++d) sub *= it.shape[d];
+#pragma omp parallel num_threads(threads)
+    {
+      const index_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+      const index_t b = n * t / nt, e = n * (t + 1) / nt;
+      auto ev = it.eval;
+      ev.bind(slots.data());
+      index_t my_idx[R];
+      std::copy(idx, idx + R, my_idx);
+      const index_t os = it.out_stride[R - 1];
+      for (index_t s = 0; s < sub; ++s) {
+        index_t r = s;
+        for (std::size_t d = R - 1; d-- > it.inner_first;) my_idx[d] = r % it.shape[d], r /= it.shape[d];
+        ev.seek(my_idx);
+        T* row = it.out + row_offset<R>(it.out_stride, my_idx);
+        if constexpr (Unit) {
+          FUSE_SIMD_LOOP
+          for (index_t i = b; i < e; ++i) row[i] = ev.template at<true>(i);
+        } else {
+          for (index_t i = b; i < e; ++i) row[i * os] = ev.template at<false>(i);
+        }
+      }
+    }
+  }
+}
+
+#endif
+
+template <class It>
+void run_row_kernel(const cpu& exec, const It& it) {
+  const index_t rows = it.rows();
+  if (rows == 0) return;
+  const index_t work = rows * std::max<index_t>(it.row_elements(), 1);
+  const int threads = static_cast<int>(std::clamp<index_t>(work / min_elements_per_thread, 1, exec.thread_count()));
+  auto body = [&](index_t t, index_t nt) {
+    const index_t b = rows * t / nt, e = rows * (t + 1) / nt;
+    if (it.unit) run_rows<true>(it, b, e);
+    else run_rows<false>(it, b, e);
+  };
+#if defined(_OPENMP)
+  if (threads > 1 && rows >= threads) {
+#pragma omp parallel num_threads(threads)
+    body(omp_get_thread_num(), omp_get_num_threads());
+    return;
+  }
+  if (threads > 1) return it.unit ? run_split_rows<true>(it, threads) : run_split_rows<false>(it, threads);
+#endif
+  body(0, 1);
+}
+
+}  // namespace fuse::detail

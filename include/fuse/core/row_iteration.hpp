@@ -1,0 +1,173 @@
+// fuse/core/row_iteration.hpp - the iteration space of a row kernel: a kernel whose group holds
+// reductions. Its axes are split into outer axes (parallel) and row axes (the reduced ones, moved
+// last). For each outer index the kernel runs its phases - one per reduction, in dependency order
+// (post-order numbering of slots) - and then the epilogue, the root with every reduction replaced
+// by its row value:
+//   for each row o:  slot[k] = reduce_i phase_k(o, i)   for k = 0, 1, ...
+//                    out(o, i) = epilogue(o, i, slots)   (or out(o) = slot[root] for a reduction root)
+#pragma once
+
+#include <cstring>
+
+#include "fuse/core/iteration.hpp"
+#include "fuse/ops/reduce.hpp"
+
+namespace fuse::detail {
+
+// One reduction of a row kernel: its operand's evaluator, reduced with Op into slot K.
+template <class Op, class Acc, class Result, std::size_t K, class ChildEval>
+struct phase_eval {
+  using op = Op;
+  using acc_type = Acc;
+  using result_type = Result;
+  static constexpr std::size_t slot = K;
+  ChildEval child;
+  index_t count;  // elements reduced per row (the divisor of mean)
+
+  FUSE_HOST_DEVICE FUSE_INLINE void bind(const row_slot* s) { child.bind(s); }
+  template <class F>
+  void for_each_tracker(F&& f) { child.for_each_tracker(f); }
+};
+
+template <class Acc>
+auto fold_cat(const Acc& acc) { return acc; }
+template <class Acc, class T, class... Rest>
+auto fold_cat(const Acc& acc, const T& t, const Rest&... rest) { return fold_cat(tuple_cat(acc, t), rest...); }
+
+// The phases of e in slot order.
+template <std::size_t R, std::size_t Base, class E>
+auto collect_phases(const E& e, const shape_t<R>& shape) {
+  if constexpr (is_reduce_v<E>) {
+    using C = typename E::child_type;
+    auto child_eval = e.child.template evaluator<R, Base>(shape);
+    using P = phase_eval<typename E::op, typename E::acc_type, typename E::value_type, Base + reduction_count_v<C>,
+                         decltype(child_eval)>;
+    return tuple_cat(collect_phases<R, Base>(e.child, shape), tuple<P>(P{child_eval, e.count()}));
+  } else if constexpr (requires { e.args; }) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      auto cat = [](auto... t) {
+        tuple<> acc;
+        return fold_cat(acc, t...);
+      };
+      return cat(collect_phases<R, Base + E::template slots_before<I>>(get<I>(e.args), shape)...);
+    }(std::make_index_sequence<decltype(e.args)::size>{});
+  } else {
+    return tuple<>{};
+  }
+}
+
+// Does every reduction in e reduce, over the row axes `mask` of the group, exactly the group's
+// extents? (Otherwise the run-time shapes force a split.)
+template <std::size_t R, class E>
+bool fits_group(const E& e, const shape_t<R>& shape, std::uint32_t mask) {
+  bool ok = true;
+  if constexpr (is_reduce_v<E>) {
+    constexpr std::size_t rc = E::child_rank;
+    if constexpr (rc > R) {
+      return false;
+    } else {
+      const auto cs = e.child.shape();
+      for (std::size_t d = 0; d < rc; ++d)
+        if (((mask >> (d + R - rc)) & 1) && cs[d] != shape[d + R - rc]) ok = false;
+      return ok && fits_group<R>(e.child, shape, mask);
+    }
+  } else if constexpr (requires { e.args; }) {
+    for_each(e.args, [&](const auto& a) { ok = ok && fits_group<R>(a, shape, mask); });
+  }
+  return ok;
+}
+
+template <class T, std::size_t R, class Eval, class Phases>
+struct row_iteration {
+  static constexpr std::size_t rank = R;
+  static constexpr std::size_t phase_count = Phases::size;
+  T* out;
+  index_t out_stride[R];
+  index_t shape[R];
+  std::size_t inner_first;  // axes [inner_first, R) are the row (reduced) axes
+  Eval eval;
+  Phases phases;
+  int alias[phase_count > 0 ? phase_count : 1];  // alias[k] = j: phase k repeats phase j (copy its slot)
+  bool unit;             // every tracker has stride 1 along the last axis
+  bool root_reduction;   // the output is one value per row
+
+  index_t rows() const {
+    index_t n = 1;
+    for (std::size_t d = 0; d < inner_first; ++d) n *= shape[d];
+    return n;
+  }
+  index_t row_elements() const {
+    index_t n = 1;
+    for (std::size_t d = inner_first; d < R; ++d) n *= shape[d];
+    return n;
+  }
+  index_t size() const { return rows() * row_elements(); }
+  template <class F>
+  void for_each_tracker(F&& f) {
+    eval.for_each_tracker(f);
+    for_each(phases, [&](auto& p) { p.for_each_tracker(f); });
+  }
+};
+
+// Moves the axes in `mask` last (stable), for the shape and every stride set.
+template <std::size_t R>
+void move_axes_last(index_t* shape, const std::vector<index_t*>& sets, std::uint32_t mask) {
+  std::size_t order[R];
+  std::size_t k = 0;
+  for (std::size_t d = 0; d < R; ++d)
+    if (!((mask >> d) & 1)) order[k++] = d;
+  for (std::size_t d = 0; d < R; ++d)
+    if ((mask >> d) & 1) order[k++] = d;
+  auto permute = [&](index_t* a) {
+    index_t tmp[R];
+    for (std::size_t d = 0; d < R; ++d) tmp[d] = a[order[d]];
+    std::copy(tmp, tmp + R, a);
+  };
+  permute(shape);
+  for (auto* s : sets) permute(s);
+}
+
+// dst: the destination (for a reduction root, the reduced shape); shape: the group's shape (R axes);
+// mask: the row axes of the group.
+template <std::size_t R, class T, std::size_t RD, class E>
+auto make_row_iteration(const destination<T, RD>& dst, const E& e, const shape_t<R>& shape, std::uint32_t mask) {
+  auto ev = e.template evaluator<R, 0>(shape);
+  auto phases = collect_phases<R, 0>(e, shape);
+  row_iteration<T, R, decltype(ev), decltype(phases)> it{dst.data, {}, {}, 0, ev, phases, {}, true, is_reduce_v<E>};
+  std::copy(shape.begin(), shape.end(), it.shape);
+  // The destination's axes, aligned on the trailing group axes; stride 0 where it has extent 1
+  // (a reduction root writes one value per row).
+  for (std::size_t d = 0; d < R; ++d) it.out_stride[d] = 0;
+  for (std::size_t j = 0; j < RD; ++j)
+    if (dst.shape[j] != 1) it.out_stride[R - RD + j] = dst.strides[j];
+
+  std::vector<index_t*> sets{it.out_stride};
+  it.eval.for_each_tracker([&](const tracker& t) { sets.push_back(t.stride); });
+  for_each(it.phases, [&](auto& p) { p.for_each_tracker([&](const tracker& t) { sets.push_back(t.stride); }); });
+  move_axes_last<R>(it.shape, sets, mask);
+  it.inner_first = R - static_cast<std::size_t>(std::popcount(mask));
+  collapse_axes(it.shape, 0, it.inner_first, sets);
+  collapse_axes(it.shape, it.inner_first, R - it.inner_first, sets);
+  if (it.shape[R - 1] > 1)
+    for (std::size_t k = it.root_reduction ? 1 : 0; k < sets.size(); ++k) it.unit = it.unit && sets[k][R - 1] == 1;
+
+  // A phase identical to an earlier one (the same reduction written twice, as softmax's max) is
+  // computed once: same type and the same bytes (pointers, strides, constants).
+  std::fill(it.alias, it.alias + (it.phase_count > 0 ? it.phase_count : 1), -1);
+  [&]<std::size_t... K>(std::index_sequence<K...>) {
+    auto check = [&]<std::size_t k>(std::integral_constant<std::size_t, k>) {
+      auto& pk = get<k>(it.phases);
+      [&]<std::size_t... J>(std::index_sequence<J...>) {
+        ((it.alias[k] < 0 && std::is_same_v<std::remove_cvref_t<decltype(get<J>(it.phases))>, std::remove_cvref_t<decltype(pk)>> &&
+                  std::memcmp(static_cast<const void*>(&get<J>(it.phases)), static_cast<const void*>(&pk), sizeof(pk)) == 0
+              ? (void)(it.alias[k] = int(J))
+              : (void)0),
+         ...);
+      }(std::make_index_sequence<k>{});
+    };
+    (check(std::integral_constant<std::size_t, K>{}), ...);
+  }(std::make_index_sequence<decltype(phases)::size>{});
+  return it;
+}
+
+}  // namespace fuse::detail

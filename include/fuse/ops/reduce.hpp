@@ -1,0 +1,256 @@
+// fuse/ops/reduce.hpp - reductions: sum max min prod mean (monoids) over axis<k>, axes<...> or all
+// axes, plus var and logsumexp written with the same nodes. A reduction is a node the planner
+// sees: when its result is broadcast back over the rows it reduced, it runs as a phase of the
+// consumer's kernel (see plan/fusion.hpp, backend/cpu/row_kernel.hpp).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+
+#include "fuse/core/map_expr.hpp"
+#include "fuse/ops/activation.hpp"
+#include "fuse/ops/select.hpp"
+
+namespace fuse {
+
+// axis<k> and axes<k...> name reduced axes (negative counts from the end). They do not convert to
+// numbers, so max(x, axis<1>) never meets elementwise max(a, b).
+template <int K>
+struct axis_t {};
+template <int... K>
+struct axes_t {};
+template <int K>
+inline constexpr axis_t<K> axis{};
+template <int... K>
+inline constexpr axes_t<K...> axes{};
+
+namespace detail {
+
+template <class T>
+using sum_result_t = std::conditional_t<std::is_integral_v<T>,
+                                        std::conditional_t<std::is_unsigned_v<T> && !std::is_same_v<T, bool>, std::uint64_t, index_t>, T>;
+
+template <class T>
+inline constexpr bool is_float_acc_v = std::is_floating_point_v<T>;
+
+// A reduction monoid: identity, combine (lane by lane, so the compiler vectorises it), and a
+// finalize from the cross-block total and the element count. Float sums accumulate in float lanes
+// per block of block_size elements and combine blocks in double (accurate and as fast).
+struct sum_op {
+  static constexpr const char* name = "sum";
+  static constexpr int flops = 1;
+  static constexpr bool needs_elements = false;
+  template <class T> using result_t = sum_result_t<T>;
+  template <class T> using acc_t = std::conditional_t<std::is_integral_v<T>, result_t<T>, compute_t<T>>;
+  template <class A> using total_t = std::conditional_t<is_float_acc_v<A>, double, A>;
+  template <class A> FUSE_HOST_DEVICE FUSE_INLINE static constexpr A identity() { return A(0); }
+  template <class A> FUSE_HOST_DEVICE FUSE_INLINE static constexpr A combine(A a, A b) { return a + b; }
+  template <class R, class Total> FUSE_HOST_DEVICE FUSE_INLINE static R finalize(Total t, index_t) { return static_cast<R>(t); }
+};
+struct mean_op : sum_op {
+  static constexpr const char* name = "mean";
+  template <class T> using result_t = float_result_t<T>;
+  template <class T> using acc_t = std::conditional_t<std::is_integral_v<T>, double, compute_t<T>>;
+  template <class R, class Total> FUSE_HOST_DEVICE FUSE_INLINE static R finalize(Total t, index_t n) {
+    return static_cast<R>(static_cast<double>(t) / static_cast<double>(n));  // 0/0 = NaN for empty
+  }
+};
+struct prod_op {
+  static constexpr const char* name = "prod";
+  static constexpr int flops = 1;
+  static constexpr bool needs_elements = false;
+  template <class T> using result_t = sum_result_t<T>;
+  template <class T> using acc_t = std::conditional_t<std::is_integral_v<T>, result_t<T>, compute_t<T>>;
+  template <class A> using total_t = std::conditional_t<is_float_acc_v<A>, double, A>;
+  template <class A> FUSE_HOST_DEVICE FUSE_INLINE static constexpr A identity() { return A(1); }
+  template <class A> FUSE_HOST_DEVICE FUSE_INLINE static constexpr A combine(A a, A b) { return a * b; }
+  template <class R, class Total> FUSE_HOST_DEVICE FUSE_INLINE static R finalize(Total t, index_t) { return static_cast<R>(t); }
+};
+// NaN propagates (np.max): a NaN lane wins every combine.
+struct max_op {
+  static constexpr const char* name = "max";
+  static constexpr int flops = 1;
+  static constexpr bool needs_elements = true;  // max of nothing is an error
+  template <class T> using result_t = T;
+  template <class T> using acc_t = compute_t<T>;
+  template <class A> using total_t = A;
+  template <class A> FUSE_HOST_DEVICE FUSE_INLINE static constexpr A identity() {
+    if constexpr (std::numeric_limits<A>::has_infinity) return -std::numeric_limits<A>::infinity();
+    else return std::numeric_limits<A>::lowest();
+  }
+  template <class A> FUSE_HOST_DEVICE FUSE_INLINE static constexpr A combine(A a, A b) { return (a > b || a != a) ? a : b; }
+  template <class R, class Total> FUSE_HOST_DEVICE FUSE_INLINE static R finalize(Total t, index_t) { return static_cast<R>(t); }
+};
+// As max_op, but an empty reduction gives -inf instead of an error (logsumexp's shift).
+struct max_or_empty_op : max_op {
+  static constexpr bool needs_elements = false;
+};
+struct min_op {
+  static constexpr const char* name = "min";
+  static constexpr int flops = 1;
+  static constexpr bool needs_elements = true;
+  template <class T> using result_t = T;
+  template <class T> using acc_t = compute_t<T>;
+  template <class A> using total_t = A;
+  template <class A> FUSE_HOST_DEVICE FUSE_INLINE static constexpr A identity() {
+    if constexpr (std::numeric_limits<A>::has_infinity) return std::numeric_limits<A>::infinity();
+    else return std::numeric_limits<A>::max();
+  }
+  template <class A> FUSE_HOST_DEVICE FUSE_INLINE static constexpr A combine(A a, A b) { return (a < b || a != a) ? a : b; }
+  template <class R, class Total> FUSE_HOST_DEVICE FUSE_INLINE static R finalize(Total t, index_t) { return static_cast<R>(t); }
+};
+
+template <std::size_t R, int K>
+constexpr std::uint32_t axis_bit() {
+  static_assert(K >= -static_cast<int>(R) && K < static_cast<int>(R), "fuse::reduce: axis out of range for this rank");
+  return std::uint32_t(1) << (K < 0 ? K + static_cast<int>(R) : K);
+}
+template <std::size_t R>
+inline constexpr std::uint32_t all_axes_mask = R == 0 ? 0 : (R >= 32 ? ~0u : (std::uint32_t(1) << R) - 1);
+
+template <std::size_t R, class Axes>
+struct mask_of;
+template <std::size_t R, int K>
+struct mask_of<R, axis_t<K>> {
+  static constexpr std::uint32_t value = axis_bit<R, K>();
+};
+template <std::size_t R, int... K>
+struct mask_of<R, axes_t<K...>> {
+  static constexpr std::uint32_t value = (0u | ... | axis_bit<R, K>());
+  static_assert(std::popcount(value) == sizeof...(K), "fuse::reduce: an axis is named twice");
+};
+
+}  // namespace detail
+
+// op reduced over the axes in Mask (bits over Child's axes). KeepDims: reduced axes stay with
+// extent 1 (axis<k>, axes<...>); otherwise the result has rank 0 (all axes).
+template <class Op, std::uint32_t Mask, bool KeepDims, class Child>
+struct reduce_expr : detail::expr_tag {
+  using op = Op;
+  using child_type = Child;
+  using input_type = typename Child::value_type;
+  using value_type = typename Op::template result_t<input_type>;
+  using acc_type = typename Op::template acc_t<input_type>;
+  static constexpr std::size_t child_rank = Child::rank;
+  static constexpr std::size_t rank = KeepDims ? Child::rank : 0;
+  static constexpr std::uint32_t mask = Mask;
+  static constexpr bool keepdims = KeepDims;
+  static constexpr node_kind kind = node_kind::reduction;
+  static constexpr memory_space space = Child::space;
+  static constexpr shape_t<rank> static_shape = [] {
+    shape_t<rank> s{};
+    if constexpr (KeepDims)
+      for (std::size_t d = 0; d < rank; ++d) s[d] = (Mask >> d) & 1 ? 1 : Child::static_shape[d];
+    return s;
+  }();
+
+  Child child;
+  shape_t<rank> shape_;
+
+  explicit reduce_expr(Child c) : child(std::move(c)), shape_(reduced_shape(child.shape())) {}
+
+  const shape_t<rank>& shape() const { return shape_; }
+
+  // Elements combined into each result.
+  index_t count() const {
+    index_t n = 1;
+    const auto cs = child.shape();
+    for (std::size_t d = 0; d < child_rank; ++d)
+      if ((Mask >> d) & 1) n *= cs[d];
+    return n;
+  }
+
+  // max/min of nothing has no value (NumPy raises).
+  void validate() const {
+    if constexpr (Op::needs_elements)
+      if (count() == 0 && shape_size(shape_) != 0)
+        throw shape_error(std::string("fuse::") + Op::name + ": reduction of an empty extent in " +
+                          detail::format_shape(child.shape()) + " has no identity");
+  }
+
+  // Inside a kernel the value is the current row's slot, numbered after the child's reductions.
+  template <std::size_t R, std::size_t Base = 0>
+  detail::slot_eval<value_type, Base + detail::reduction_count_v<Child>> evaluator(const shape_t<R>&) const {
+    return {};
+  }
+  template <class F>
+  void visit_leaves(F&& f) const { child.visit_leaves(f); }
+
+ private:
+  static shape_t<rank> reduced_shape(const shape_t<child_rank>& cs) {
+    shape_t<rank> s{};
+    if constexpr (KeepDims)
+      for (std::size_t d = 0; d < rank; ++d) s[d] = (Mask >> d) & 1 ? 1 : cs[d];
+    return s;
+  }
+};
+
+namespace detail {
+template <class Op, std::uint32_t M, bool K, class C>
+inline constexpr std::size_t reduction_count_v<reduce_expr<Op, M, K, C>> = 1 + reduction_count_v<C>;
+
+template <class E>
+inline constexpr bool is_reduce_v = false;
+template <class Op, std::uint32_t M, bool K, class C>
+inline constexpr bool is_reduce_v<reduce_expr<Op, M, K, C>> = true;
+
+template <class Op, class Axes, class E>
+auto make_reduce(E&& e) {
+  using H = held_t<E>;
+  static_assert(H::rank <= 32, "fuse::reduce: at most 32 axes");
+  return reduce_expr<Op, mask_of<H::rank, Axes>::value, true, H>(hold_operand(std::forward<E>(e)));
+}
+template <class Op, class E>
+auto make_reduce_all(E&& e) {
+  using H = held_t<E>;
+  return reduce_expr<Op, all_axes_mask<H::rank>, false, H>(hold_operand(std::forward<E>(e)));
+}
+}  // namespace detail
+
+#define FUSE_REDUCTION_BUILDER(NAME, OP)                                                              \
+  template <expression E, int K>                                                                      \
+  auto NAME(E&& e, axis_t<K>) { return detail::make_reduce<detail::OP, axis_t<K>>(std::forward<E>(e)); } \
+  template <expression E, int... K>                                                                   \
+  auto NAME(E&& e, axes_t<K...>) { return detail::make_reduce<detail::OP, axes_t<K...>>(std::forward<E>(e)); } \
+  template <expression E>                                                                             \
+  auto NAME(E&& e) { return detail::make_reduce_all<detail::OP>(std::forward<E>(e)); }
+FUSE_REDUCTION_BUILDER(sum, sum_op)
+FUSE_REDUCTION_BUILDER(mean, mean_op)
+FUSE_REDUCTION_BUILDER(prod, prod_op)
+FUSE_REDUCTION_BUILDER(max, max_op)
+FUSE_REDUCTION_BUILDER(min, min_op)
+#undef FUSE_REDUCTION_BUILDER
+
+// Population variance, two-pass: mean of squared deviations from the mean (never negative).
+template <expression E, class... Axes>
+  requires(sizeof...(Axes) <= 1)
+auto var(E&& e, Axes... ax) {
+  auto x = detail::hold_operand(std::forward<E>(e));
+  return mean(square(x - mean(x, ax...)), ax...);
+}
+
+namespace detail {
+// The max used to shift logsumexp: an infinite (or empty) max shifts by 0, so that all -inf gives
+// -inf and a +inf element gives +inf rather than NaN.
+template <class E, class... Axes>
+auto safe_shift(const E& x, Axes...) {
+  if constexpr (sizeof...(Axes) == 0) {
+    auto m = make_reduce_all<max_or_empty_op>(x);
+    return where(abs(m) == std::numeric_limits<typename E::value_type>::infinity(), 0, m);
+  } else {
+    auto m = make_reduce<max_or_empty_op, Axes...>(x);
+    return where(abs(m) == std::numeric_limits<typename E::value_type>::infinity(), 0, m);
+  }
+}
+}  // namespace detail
+
+// log(sum(exp(x))) computed as m + log(sum(exp(x - m))) with m the (finite) max.
+template <expression E, class... Axes>
+  requires(sizeof...(Axes) <= 1)
+auto logsumexp(E&& e, Axes... ax) {
+  auto x = detail::hold_operand(std::forward<E>(e));
+  auto m = detail::safe_shift(x, ax...);
+  return m + log(sum(exp(x - m), ax...));
+}
+
+}  // namespace fuse
