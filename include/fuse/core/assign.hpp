@@ -129,9 +129,6 @@ void assign_fused(const Exec& exec, D&& d, const E& e) {
   }
 }
 
-template <class T>
-T read_scalar(const tensor<T, 0>& t) { return *t.data(); }
-
 // Device memory is served by fuse::cuda (backend/cuda), host memory by fuse::cpu.
 template <memory_space S>
 struct default_executor_for {

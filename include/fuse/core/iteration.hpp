@@ -31,6 +31,8 @@ auto destination_of(D& d) {
 template <class T, std::size_t R>
 void check_writable(const destination<T, R>& d) {
   for (std::size_t i = 0; i < R; ++i)
+    if (d.shape[i] == 0) return;  // nothing is written (a [3, 0] tensor has stride 0 on axis 0)
+  for (std::size_t i = 0; i < R; ++i)
     if (d.strides[i] == 0 && d.shape[i] > 1)
       throw shape_error("fuse::assign: the destination " + format_shape(d.shape) +
                         " has stride 0 on axis " + std::to_string(i) + " (several elements on one address)");

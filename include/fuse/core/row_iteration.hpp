@@ -91,17 +91,17 @@ struct row_iteration {
   bool unit;             // every tracker has stride 1 along the last axis
   bool root_reduction;   // the output is one value per row
 
-  index_t rows() const {
+  FUSE_HOST_DEVICE index_t rows() const {
     index_t n = 1;
     for (std::size_t d = 0; d < inner_first; ++d) n *= shape[d];
     return n;
   }
-  index_t row_elements() const {
+  FUSE_HOST_DEVICE index_t row_elements() const {
     index_t n = 1;
     for (std::size_t d = inner_first; d < R; ++d) n *= shape[d];
     return n;
   }
-  index_t size() const { return rows() * row_elements(); }
+  FUSE_HOST_DEVICE index_t size() const { return rows() * row_elements(); }
   template <class F>
   void for_each_tracker(F&& f) {
     eval.for_each_tracker(f);

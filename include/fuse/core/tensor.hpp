@@ -24,6 +24,7 @@ struct host_allocator {
   static void copy(void* dst, const void* src, std::size_t bytes) {
     if (bytes) std::memcpy(dst, src, bytes);
   }
+  static void copy_to_host(void* dst, const void* src, std::size_t bytes) { copy(dst, src, bytes); }
 };
 }  // namespace detail
 
@@ -104,6 +105,16 @@ class basic_tensor : public detail::expr_tag {
 
 template <class T, std::size_t Rank>
 using tensor = basic_tensor<T, Rank, detail::host_allocator>;
+
+namespace detail {
+// The value of a rank-0 tensor, on the host (on CUDA this waits for it).
+template <class T, class Alloc>
+T read_scalar(const basic_tensor<T, 0, Alloc>& t) {
+  T v{};
+  Alloc::copy_to_host(&v, t.data(), sizeof(T));
+  return v;
+}
+}  // namespace detail
 
 namespace detail {
 template <class V>

@@ -77,7 +77,9 @@ class basic_view : public detail::expr_tag {
  private:
   T* data_ = nullptr;
   [[no_unique_address]] Ext ext_{};
-  [[no_unique_address]] std::conditional_t<Strided, shape_t<rank>, detail::tuple<>> strides_{};
+  // Not [[no_unique_address]]: g++ 12 lets the empty tuple<> overlap data_ and then value-initialises
+  // it with a store that can zero data_ (seen as null data() for views built by fuse::view(p, ext)).
+  std::conditional_t<Strided, shape_t<rank>, detail::tuple<>> strides_{};
 };
 
 template <class T, std::size_t R, memory_space S = memory_space::host>

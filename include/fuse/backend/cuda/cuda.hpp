@@ -5,3 +5,4 @@
 #include "fuse/backend/cuda/executor.hpp"
 #include "fuse/backend/cuda/half.hpp"
 #include "fuse/backend/cuda/memory.hpp"
+#include "fuse/backend/cuda/row_kernel.cuh"

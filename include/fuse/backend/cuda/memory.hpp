@@ -21,6 +21,9 @@ struct device_allocator {
   static void copy(void* dst, const void* src, std::size_t bytes) {
     if (bytes) cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice), "device_tensor: copy");
   }
+  static void copy_to_host(void* dst, const void* src, std::size_t bytes) {
+    if (bytes) cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "eval: reading the value");
+  }
 };
 
 template <>
@@ -46,13 +49,6 @@ constexpr auto device_view(T* data, const shape_t<R>& shape, const shape_t<R>& s
 }
 
 namespace detail {
-
-template <class T>
-T read_scalar(const device_tensor<T, 0>& t) {
-  T v{};
-  cuda_check(cudaMemcpy(&v, t.data(), sizeof(T), cudaMemcpyDeviceToHost), "eval: reading the value");
-  return v;
-}
 
 template <class V>
 bool is_contiguous(const V& v) {

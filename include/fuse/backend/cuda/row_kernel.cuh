@@ -1,0 +1,250 @@
+// fuse/backend/cuda/row_kernel.cuh - the CUDA row kernel: the same phases as on the CPU, one row
+// per warp (rows up to warp_row_limit elements) or one row per block (longer rows), chosen at run
+// time among variants instantiated at compile time. Each phase is reduced with CUB's warp or block
+// reduction and broadcast to the row's threads; later phases and the epilogue re-read the row,
+// which a short or medium row finds in L1/L2. A root reduction with fewer rows than multiprocessors
+// (sum of squares over everything) is split across blocks in two stages.
+#pragma once
+
+#include <cub/block/block_reduce.cuh>
+#include <cub/warp/warp_reduce.cuh>
+
+#include "fuse/backend/cuda/executor.hpp"
+#include "fuse/core/pool.hpp"
+#include "fuse/core/row_iteration.hpp"
+
+namespace fuse::detail {
+
+inline constexpr index_t warp_row_limit = 1024;
+inline constexpr int row_block = 256;
+
+template <class Op>
+struct combine_fn {
+  template <class A>
+  __device__ __forceinline__ A operator()(const A& a, const A& b) const { return Op::combine(a, b); }
+};
+
+// The multi-index of row element r (row axes after inner_first) joined to the outer index.
+template <class It>
+__device__ __forceinline__ index_t place_in_row(const It& it, index_t* idx, index_t r) {
+  constexpr std::size_t R = It::rank;
+  const index_t n = it.shape[R - 1];
+  index_t q = r / n;
+  const index_t i = r - q * n;
+  for (std::size_t d = R - 1; d-- > it.inner_first;) {
+    const index_t e = it.shape[d];
+    const index_t p = q / e;
+    idx[d] = q - p * e;
+    q = p;
+  }
+  return i;
+}
+
+// This thread's share [first, row_elements) step `step` of phase p over the row at idx.
+template <bool Unit, class It, class Phase, class Total>
+__device__ __forceinline__ Total reduce_share(const It& it, Phase& p, index_t* idx, index_t first, index_t step,
+                                              index_t count, Total total) {
+  using Op = typename Phase::op;
+  using Acc = typename Phase::acc_type;
+  constexpr std::size_t R = It::rank;
+  const bool one_axis = it.inner_first + 1 >= R;
+  if (one_axis) p.child.seek(idx);
+  Acc acc = Op::template identity<Acc>();
+  for (index_t r = first; r < count; r += step) {
+    index_t i = r;
+    if (!one_axis) {
+      i = place_in_row(it, idx, r);
+      p.child.seek(idx);
+    }
+    acc = Op::combine(acc, static_cast<Acc>(p.child.template at<Unit>(i)));
+  }
+  return Op::combine(total, static_cast<Total>(acc));
+}
+
+template <bool Unit, class It, class Ev>
+__device__ __forceinline__ void write_share(const It& it, Ev& ev, index_t* idx, index_t first, index_t step, index_t count) {
+  constexpr std::size_t R = It::rank;
+  using T = std::remove_pointer_t<decltype(it.out)>;
+  if (it.root_reduction) {
+    if (first == 0) {
+      for (std::size_t d = it.inner_first; d + 1 < R; ++d) idx[d] = 0;
+      ev.seek(idx);
+      it.out[row_offset<R>(it.out_stride, idx)] = static_cast<T>(ev.template at<Unit>(0));
+    }
+    return;
+  }
+  for (index_t r = first; r < count; r += step) {
+    const index_t i = place_in_row(it, idx, r);
+    ev.seek(idx);
+    T* row = it.out + row_offset<R>(it.out_stride, idx);
+    if constexpr (Unit) row[i] = ev.template at<true>(i);
+    else row[i * it.out_stride[R - 1]] = ev.template at<false>(i);
+  }
+}
+
+template <class It>
+__device__ __forceinline__ void outer_index(const It& it, index_t o, index_t* idx) {
+  for (std::size_t d = it.inner_first; d-- > 0;) {
+    const index_t e = it.shape[d];
+    const index_t q = o / e;
+    idx[d] = o - q * e;
+    o = q;
+  }
+}
+
+// Reduces v across the row's threads and returns the result to all of them.
+template <bool PerWarp, class Op, class Total>
+__device__ __forceinline__ Total row_allreduce(Total v, void* scratch) {
+  if constexpr (PerWarp) {
+    using reduce = cub::WarpReduce<Total>;
+    auto& storage = static_cast<typename reduce::TempStorage*>(scratch)[threadIdx.x / 32];
+    Total r = reduce(storage).Reduce(v, combine_fn<Op>{});
+    return __shfl_sync(0xffffffffu, r, 0);
+  } else {
+    using reduce = cub::BlockReduce<Total, row_block>;
+    auto& storage = *static_cast<typename reduce::TempStorage*>(scratch);
+    __shared__ Total result;
+    Total r = reduce(storage).Reduce(v, combine_fn<Op>{});
+    if (threadIdx.x == 0) result = r;
+    __syncthreads();
+    r = result;
+    __syncthreads();
+    return r;
+  }
+}
+
+// Largest CUB scratch any phase needs, for one block.
+template <bool PerWarp, class Phases>
+constexpr std::size_t scratch_bytes() {
+  std::size_t bytes = 16;
+  []<class... P>(const tuple<P...>*, std::size_t& b) {
+    ((b = std::max(b, PerWarp ? sizeof(typename cub::WarpReduce<typename P::op::template total_t<typename P::acc_type>>::TempStorage) * (row_block / 32)
+                              : sizeof(typename cub::BlockReduce<typename P::op::template total_t<typename P::acc_type>, row_block>::TempStorage))),
+     ...);
+  }(static_cast<const Phases*>(nullptr), bytes);
+  return bytes;
+}
+
+// One row per warp (PerWarp) or per block; rows strided over the grid.
+template <bool PerWarp, bool Unit, class It>
+__global__ void __launch_bounds__(row_block) row_kernel(It it) {
+  constexpr std::size_t R = It::rank;
+  constexpr std::size_t scratch = scratch_bytes<PerWarp, decltype(it.phases)>();
+  __shared__ __align__(16) unsigned char storage[scratch];
+  const index_t lane = PerWarp ? threadIdx.x % 32 : threadIdx.x;
+  const index_t step = PerWarp ? 32 : row_block;
+  const index_t rows_per_step = PerWarp ? index_t(gridDim.x) * (row_block / 32) : index_t(gridDim.x);
+  const index_t first_row = PerWarp ? index_t(blockIdx.x) * (row_block / 32) + threadIdx.x / 32 : index_t(blockIdx.x);
+  const index_t count = it.row_elements();
+  const index_t rows = it.rows();
+  row_slot slots[It::phase_count > 0 ? It::phase_count : 1];
+  auto ev = it.eval;
+  auto phases = it.phases;
+  ev.bind(slots);
+  for_each(phases, [&](auto& p) { p.bind(slots); });
+  // Block-per-row: every thread of the block must reach the barriers, so loop uniformly.
+  for (index_t o = first_row; PerWarp ? o < rows : o < rows; o += rows_per_step) {
+    index_t idx[R] = {};
+    outer_index(it, o, idx);
+    std::size_t k = 0;
+    for_each(phases, [&](auto& p) {
+      using P = std::remove_cvref_t<decltype(p)>;
+      using Total = typename P::op::template total_t<typename P::acc_type>;
+      if (it.alias[k] < 0) {
+        Total t = reduce_share<Unit>(it, p, idx, lane, step, count, P::op::template identity<Total>());
+        t = row_allreduce<PerWarp, typename P::op>(t, storage);
+        write_slot(slots[P::slot], P::op::template finalize<typename P::result_type>(t, p.count));
+      }
+      ++k;
+    });
+    k = 0;
+    for_each(phases, [&](auto& p) {  // repeated phases copy the slot of their first occurrence
+      using P = std::remove_cvref_t<decltype(p)>;
+      if (it.alias[k] >= 0) {
+        std::size_t j = 0;
+        for_each(phases, [&](auto& q) {
+          if (int(j++) == it.alias[k]) slots[P::slot] = slots[std::remove_cvref_t<decltype(q)>::slot];
+        });
+      }
+      ++k;
+    });
+    write_share<Unit>(it, ev, idx, lane, step, count);
+  }
+}
+
+// Stage 1 of a split root reduction: block b reduces its share of every row into partial[row][b].
+template <bool Unit, class It, class Total>
+__global__ void __launch_bounds__(row_block) split_reduce_kernel(It it, Total* partial, int blocks_per_row) {
+  constexpr std::size_t R = It::rank;
+  using P = std::remove_cvref_t<decltype(get<0>(it.phases))>;
+  using reduce = cub::BlockReduce<Total, row_block>;
+  __shared__ typename reduce::TempStorage storage;
+  const index_t row = blockIdx.x / blocks_per_row;
+  const index_t part = blockIdx.x % blocks_per_row;
+  index_t idx[R] = {};
+  outer_index(it, row, idx);
+  auto p = get<0>(it.phases);
+  const index_t step = index_t(blocks_per_row) * row_block;
+  Total t = reduce_share<Unit>(it, p, idx, part * row_block + threadIdx.x, step, it.row_elements(),
+                               P::op::template identity<Total>());
+  t = reduce(storage).Reduce(t, combine_fn<typename P::op>{});
+  if (threadIdx.x == 0) partial[blockIdx.x] = t;
+}
+
+// Stage 2: one thread per row combines the partials and writes the result.
+template <class It, class Total>
+__global__ void split_finish_kernel(It it, const Total* partial, int blocks_per_row) {
+  constexpr std::size_t R = It::rank;
+  using P = std::remove_cvref_t<decltype(get<0>(it.phases))>;
+  using T = std::remove_pointer_t<decltype(it.out)>;
+  const index_t row = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (row >= it.rows()) return;
+  Total t = P::op::template identity<Total>();
+  for (int b = 0; b < blocks_per_row; ++b) t = P::op::combine(t, partial[row * blocks_per_row + b]);
+  index_t idx[R] = {};
+  outer_index(it, row, idx);
+  it.out[row_offset<R>(it.out_stride, idx)] =
+      static_cast<T>(P::op::template finalize<typename P::result_type>(t, get<0>(it.phases).count));
+}
+
+template <class T, std::size_t R, class Ev, class Ph>
+void run(const cuda& exec, const row_iteration<T, R, Ev, Ph>& it) {
+  using It = row_iteration<T, R, Ev, Ph>;
+  const index_t rows = it.rows();
+  if (rows == 0) return;
+  const index_t count = it.row_elements();
+  const index_t sms = multiprocessor_count();
+  if constexpr (It::phase_count == 1) {
+    // A root reduction alone (sum(x * x)): too few rows to fill the GPU -> split rows across blocks.
+    if (it.root_reduction && rows < 2 * sms && count >= 64 * row_block) {
+      using P = std::remove_cvref_t<decltype(get<0>(it.phases))>;
+      using Total = typename P::op::template total_t<typename P::acc_type>;
+      const int per_row = static_cast<int>(std::min<index_t>((4 * sms + rows - 1) / rows, count / row_block));
+      pool_arena<device_allocator> arena;
+      auto partial = arena.template make<Total>(shape_t<1>{rows * per_row});
+      const unsigned blocks = static_cast<unsigned>(rows * per_row);
+      if (it.unit) split_reduce_kernel<true><<<blocks, row_block, 0, exec.stream>>>(it, partial.data(), per_row);
+      else split_reduce_kernel<false><<<blocks, row_block, 0, exec.stream>>>(it, partial.data(), per_row);
+      cuda_check(cudaGetLastError(), "cuda: split reduction launch");
+      split_finish_kernel<<<static_cast<unsigned>((rows + 127) / 128), 128, 0, exec.stream>>>(it, partial.data(), per_row);
+      cuda_check(cudaGetLastError(), "cuda: split reduction finish");
+      // The arena returns `partial` to the pool now; stream order keeps it valid for the kernels
+      // above as long as the next user is on the same stream (the pool serves one stream's work).
+      cuda_check(cudaStreamSynchronize(exec.stream), "cuda: split reduction");
+      return;
+    }
+  }
+  const bool per_warp = count <= warp_row_limit;
+  const index_t rows_per_block = per_warp ? row_block / 32 : 1;
+  const unsigned blocks = static_cast<unsigned>(std::min<index_t>((rows + rows_per_block - 1) / rows_per_block, sms * 32));
+  if (per_warp) {
+    if (it.unit) row_kernel<true, true><<<blocks, row_block, 0, exec.stream>>>(it);
+    else row_kernel<true, false><<<blocks, row_block, 0, exec.stream>>>(it);
+  } else {
+    if (it.unit) row_kernel<false, true><<<blocks, row_block, 0, exec.stream>>>(it);
+    else row_kernel<false, false><<<blocks, row_block, 0, exec.stream>>>(it);
+  }
+  cuda_check(cudaGetLastError(), "cuda: row kernel launch");
+}
+
+}  // namespace fuse::detail
