@@ -2,6 +2,7 @@
 // traffic and arithmetic the cost model predicts for its run-time shapes. Nothing is executed.
 #pragma once
 
+#include <algorithm>
 #include <iomanip>
 #include <map>
 #include <ostream>
@@ -11,6 +12,7 @@
 
 #include "fuse/backend/eager.hpp"
 #include "fuse/core/generators.hpp"
+#include "fuse/core/row_iteration.hpp"
 #include "fuse/plan/fusion.hpp"
 
 namespace fuse {
@@ -93,38 +95,105 @@ std::string describe(const E& e, leaf_table& leaves) {
   }
 }
 
-template <class E>
-index_t count_flops(const E& e) {
-  index_t f = 0;
-  if constexpr (requires { e.args; }) {
-    f += index_t(decltype(e.f)::flops) * shape_size(e.shape());
-    for_each(e.args, [&](const auto& a) { f += count_flops(a); });
-  }
-  return f;
-}
+// The group rooted at one kernel, walked as the executor splits it (core/assign.hpp).
+struct group_walk {
+  plan_report& plan;
+  leaf_table leaves;           // this kernel's distinct inputs
+  index_t temp_bytes = 0;      // results of earlier kernels it reads
+  index_t flops = 0;
+  std::vector<std::string> phases;
+};
 
 template <class E>
-kernel_report fused_kernel(const E& e) {
-  leaf_table leaves;
+std::string emit_group(const E& e, plan_report& p);
+
+template <std::size_t R, std::uint32_t M, class E>
+std::string walk_group(const E& e, group_walk& g) {
+  if constexpr (is_reduce_v<E>) {
+    const std::size_t before = g.phases.size();
+    std::string self = std::string(E::op::name) + "(" + walk_group<R, M>(e.child, g) + ")";
+    // A repeated reduction (softmax's max, written twice) is computed once by the kernel.
+    if (std::find(g.phases.begin(), g.phases.end(), self) == g.phases.end()) {
+      g.phases.push_back(self);
+      g.flops += index_t(E::op::flops) * shape_size(e.child.shape());
+    } else {
+      g.phases.resize(before);
+    }
+    return self;
+  } else if constexpr (requires { e.args; }) {
+    std::string s = std::string(decltype(e.f)::name) + "(";
+    bool first = true;
+    for_each(e.args, [&](const auto& a) {
+      using A = std::remove_cvref_t<decltype(a)>;
+      std::string n;
+      if constexpr (!is_reduce_v<A>) {
+        n = walk_group<R, M>(a, g);
+      } else if constexpr (joins_group<A, R, M>) {
+        n = walk_group<R, M>(a, g);
+      } else {
+        n = emit_group(a, g.plan);  // its own kernel, read back as a small leaf
+        g.temp_bytes += shape_size(a.shape()) * index_t(sizeof(typename A::value_type));
+      }
+      s += (first ? "" : ", ") + n;
+      first = false;
+    });
+    g.flops += index_t(decltype(e.f)::flops) * shape_size(e.shape());
+    return s + ")";
+  } else {
+    return describe(e, g.leaves);
+  }
+}
+
+// Adds the kernels of the group rooted at e (split-off reductions first); returns its result's name.
+template <class E>
+std::string emit_group(const E& e, plan_report& p) {
+  using G = group_of<E>;
+  constexpr std::size_t R = G::rank;
+  shape_t<R> shape{};
+  if constexpr (G::reduction_root) {
+    shape = e.child.shape();
+  } else {
+    shape.fill(1);
+    const auto s = e.shape();
+    for (std::size_t j = 0; j < E::rank; ++j) shape[R - E::rank + j] = s[j];
+  }
+  group_walk g{p, {}, 0, 0, {}};
+  std::string what;
+  std::string note;
+  if (fits_group<R>(e, shape, G::mask)) {
+    what = walk_group<R, G::mask>(e, g);
+  } else {
+    what = walk_group<R, ~0u>(e, g);  // run-time shapes split the group: each reduction alone
+    note = " (split at run time: a reduction's extent differs from the group's)";
+  }
   kernel_report k;
-  k.what = std::string(E::kind == node_kind::elementwise ? "elementwise " : "copy ") + describe(e, leaves);
-  k.bytes_read = leaves.bytes();
+  if (g.phases.empty()) {
+    k.what = std::string(E::kind == node_kind::elementwise ? "elementwise " : "copy ") + what;
+  } else {
+    std::string ph;
+    for (auto& n : g.phases) ph += (ph.empty() ? "" : ", ") + n.substr(0, n.find('('));
+    k.what = std::string("row kernel, ") + std::to_string(g.phases.size()) + (g.phases.size() == 1 ? " phase [" : " phases [") +
+             ph + "]: " + what + note;
+  }
+  k.bytes_read = g.leaves.bytes() + g.temp_bytes;
   k.bytes_written = shape_size(e.shape()) * index_t(sizeof(typename E::value_type));
-  k.flops = count_flops(e);
-  return k;
+  k.flops = g.flops;
+  p.add(std::move(k));
+  return "t" + std::to_string(p.kernels - 1);
 }
 
 // Eager: one kernel per interior node, children first; each writes a temporary t<n>.
 template <class E>
 std::string eager_kernels(const E& e, plan_report& p, leaf_table& names) {
-  if constexpr (requires { e.args; }) {
+  constexpr bool interior = E::kind == node_kind::elementwise || E::kind == node_kind::reduction;
+  if constexpr (interior) {
     leaf_table reads;  // this kernel's own distinct inputs
     index_t temp_bytes = 0;
     std::string args;
-    for_each(e.args, [&](const auto& a) {
+    auto operand = [&](const auto& a) {
       using A = std::remove_cvref_t<decltype(a)>;
       std::string n;
-      if constexpr (A::kind == node_kind::elementwise) {
+      if constexpr (A::kind == node_kind::elementwise || A::kind == node_kind::reduction) {
         n = eager_kernels(a, p, names);
         temp_bytes += shape_size(a.shape()) * index_t(sizeof(typename A::value_type));
       } else {
@@ -132,13 +201,24 @@ std::string eager_kernels(const E& e, plan_report& p, leaf_table& names) {
         describe(a, reads);
       }
       args += (args.empty() ? "" : ", ") + n;
-    });
+    };
+    std::string name;
+    index_t flops = 0;
+    if constexpr (is_reduce_v<E>) {
+      operand(e.child);
+      name = E::op::name;
+      flops = index_t(E::op::flops) * shape_size(e.child.shape());
+    } else {
+      for_each(e.args, operand);
+      name = decltype(e.f)::name;
+      flops = index_t(decltype(e.f)::flops) * shape_size(e.shape());
+    }
     kernel_report k;
     const std::string out = "t" + std::to_string(p.kernels);
-    k.what = std::string(decltype(e.f)::name) + "(" + args + ") -> " + out;
+    k.what = name + "(" + args + ") -> " + out;
     k.bytes_read = reads.bytes() + temp_bytes;
     k.bytes_written = shape_size(e.shape()) * index_t(sizeof(typename E::value_type));
-    k.flops = index_t(decltype(e.f)::flops) * shape_size(e.shape());
+    k.flops = flops;
     p.add(std::move(k));
     return out;
   } else {
@@ -153,25 +233,23 @@ template <class Exec, class E>
   requires expression<E> || scalar<E>
 plan_report plan(const Exec&, const E& expr) {
   const auto e = detail::hold_operand(expr);
-  using H = std::remove_cvref_t<decltype(e)>;
   plan_report p;
   if constexpr (detail::is_eager_v<Exec>) {
     p.executor = "eager";
     detail::leaf_table names;
     detail::eager_kernels(e, p, names);
-    if (p.kernels == 0) p.add(detail::fused_kernel(e));
+    if (p.kernels == 0) detail::emit_group(e, p);  // a lone leaf: one copy
   } else {
     p.executor = "fused";
-    static_assert(kernels_v<H> == 1, "fuse::plan: multi-kernel plans arrive with reductions");
-    p.add(detail::fused_kernel(e));
+    detail::emit_group(e, p);
   }
   return p;
 }
 
+// The plan of the executor for e's memory (fuse::cpu or fuse::cuda).
 template <expression E>
 plan_report plan(const E& e) {
-  plan_report p = plan(cpu{}, e);
-  return p;
+  return plan(detail::default_executor<E>(), e);
 }
 
 inline std::ostream& operator<<(std::ostream& os, const plan_report& p) {
