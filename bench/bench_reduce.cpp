@@ -1,0 +1,243 @@
+// bench/bench_reduce.cpp - reductions and reduction-broadcast layers: fused (one row kernel) vs
+// eager vs a hand-written OpenMP loop vs Eigen Tensor (when installed). GB/s of minimal traffic
+// and ratios to a copy of the same bytes, all from one run (see bench_common.hpp).
+//   softmax      [16384, 1024] and [64, 262144] over the last axis
+//   layer_norm   [16384, 1024] with gamma, beta
+//   rms_norm     [16384, 1024] with gamma
+//   sum_squares  sum(x * x) over 2^25 floats
+#include <cmath>
+
+#include "bench_common.hpp"
+
+#if __has_include(<unsupported/Eigen/CXX11/Tensor>)
+#define FUSE_BENCH_EIGEN 1
+#include <unsupported/Eigen/CXX11/Tensor>
+#endif
+
+namespace {
+
+using fuse::index_t;
+
+struct rows_data {
+  index_t m, n;
+  fuse::tensor<float, 2> x, y;
+  fuse::tensor<float, 1> gamma, beta;
+  rows_data(index_t m_, index_t n_) : m(m_), n(n_), x(m_, n_), y(m_, n_), gamma(n_), beta(n_) {
+    bench::fill_random(x, 11, -4.f, 4.f), bench::fill_random(y, 12);
+    bench::fill_random(gamma, 13, 0.5f, 1.5f), bench::fill_random(beta, 14, -0.5f, 0.5f);
+  }
+  double bytes() const { return 2.0 * double(m) * double(n) * sizeof(float); }
+};
+
+template <class Exec, class Make>
+void run_fuse(benchmark::State& s, rows_data& d, Exec exec, Make make) {
+  fuse::assign(exec, d.y, make(d));  // warm-up: page faults, the eager pool
+  for (auto _ : s) fuse::assign(exec, d.y, make(d)), benchmark::ClobberMemory();
+  bench::set_bytes(s, d.bytes());
+}
+
+auto softmax_of = [](rows_data& d) { return fuse::softmax(d.x, fuse::axis<-1>); };
+auto layer_norm_of = [](rows_data& d) { return fuse::layer_norm(d.x, d.gamma, d.beta, 1e-5); };
+auto rms_norm_of = [](rows_data& d) { return fuse::rms_norm(d.x, d.gamma, 1e-6); };
+
+// --- hand-written loops: the best a careful user writes with OpenMP and fuse::math's exp ---
+void softmax_hand(benchmark::State& s, index_t m, index_t n) {
+  rows_data d(m, n);
+  for (auto _ : s) {
+#pragma omp parallel for schedule(static)
+    for (index_t r = 0; r < m; ++r) {
+      const float* __restrict__ x = d.x.data() + r * n;
+      float* __restrict__ y = d.y.data() + r * n;
+      float mx[16];
+      for (int l = 0; l < 16; ++l) mx[l] = -INFINITY;
+      for (index_t i = 0; i + 16 <= n; i += 16)
+#pragma omp simd
+        for (int l = 0; l < 16; ++l) mx[l] = std::max(mx[l], x[i + l]);
+      float m1 = mx[0];
+      for (int l = 1; l < 16; ++l) m1 = std::max(m1, mx[l]);
+      double sum = 0;
+      for (index_t b = 0; b < n; b += 4096) {
+        float acc = 0;
+#pragma omp simd reduction(+ : acc)
+        for (index_t i = b; i < std::min(n, b + 4096); ++i) acc += (y[i] = fuse::math::exp(x[i] - m1));
+        sum += acc;
+      }
+      const float inv = float(1.0 / sum);
+#pragma omp simd
+      for (index_t i = 0; i < n; ++i) y[i] *= inv;
+    }
+    benchmark::ClobberMemory();
+  }
+  bench::set_bytes(s, d.bytes());
+}
+
+void layer_norm_hand(benchmark::State& s) {
+  rows_data d(16384, 1024);
+  const index_t n = d.n;
+  for (auto _ : s) {
+#pragma omp parallel for schedule(static)
+    for (index_t r = 0; r < d.m; ++r) {
+      const float* __restrict__ x = d.x.data() + r * n;
+      float* __restrict__ y = d.y.data() + r * n;
+      float sum = 0;
+#pragma omp simd reduction(+ : sum)
+      for (index_t i = 0; i < n; ++i) sum += x[i];
+      const float mean = sum / float(n);
+      float sq = 0;
+#pragma omp simd reduction(+ : sq)
+      for (index_t i = 0; i < n; ++i) sq += (x[i] - mean) * (x[i] - mean);
+      const float rstd = 1.f / std::sqrt(sq / float(n) + 1e-5f);
+#pragma omp simd
+      for (index_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * rstd * d.gamma.data()[i] + d.beta.data()[i];
+    }
+    benchmark::ClobberMemory();
+  }
+  bench::set_bytes(s, d.bytes());
+}
+
+void rms_norm_hand(benchmark::State& s) {
+  rows_data d(16384, 1024);
+  const index_t n = d.n;
+  for (auto _ : s) {
+#pragma omp parallel for schedule(static)
+    for (index_t r = 0; r < d.m; ++r) {
+      const float* __restrict__ x = d.x.data() + r * n;
+      float* __restrict__ y = d.y.data() + r * n;
+      float sq = 0;
+#pragma omp simd reduction(+ : sq)
+      for (index_t i = 0; i < n; ++i) sq += x[i] * x[i];
+      const float rs = 1.f / std::sqrt(sq / float(n) + 1e-6f);
+#pragma omp simd
+      for (index_t i = 0; i < n; ++i) y[i] = x[i] * rs * d.gamma.data()[i];
+    }
+    benchmark::ClobberMemory();
+  }
+  bench::set_bytes(s, d.bytes());
+}
+
+// --- sum of squares over 2^25 floats: the value is checked against a double reference ---
+constexpr index_t kSumN = index_t(1) << 25;
+struct sum_data {
+  fuse::tensor<float, 1> x{kSumN};
+  double ref = 0;
+  sum_data() {
+    bench::fill_random(x, 21);
+    for (index_t i = 0; i < kSumN; ++i) ref += double(x.data()[i]) * x.data()[i];
+  }
+  void check(benchmark::State& s, double got) const {
+    s.counters["rel_err"] = std::abs(got - ref) / ref;
+  }
+};
+
+template <class Exec>
+void sum_squares_fuse(benchmark::State& s, Exec exec) {
+  sum_data d;
+  float v = fuse::eval(exec, fuse::sum(d.x * d.x));
+  for (auto _ : s) benchmark::DoNotOptimize(v = fuse::eval(exec, fuse::sum(d.x * d.x)));
+  d.check(s, v);
+  bench::set_bytes(s, kSumN * 4.0);
+}
+
+void sum_squares_hand(benchmark::State& s) {
+  sum_data d;
+  const float* __restrict__ x = d.x.data();
+  double v = 0;
+  for (auto _ : s) {
+    double total = 0;
+#pragma omp parallel for reduction(+ : total) schedule(static)
+    for (index_t b = 0; b < kSumN; b += 4096) {
+      float acc = 0;
+#pragma omp simd reduction(+ : acc)
+      for (index_t i = b; i < b + 4096; ++i) acc += x[i] * x[i];
+      total += acc;
+    }
+    benchmark::DoNotOptimize(v = total);
+  }
+  d.check(s, v);
+  bench::set_bytes(s, kSumN * 4.0);
+}
+
+#ifdef FUSE_BENCH_EIGEN
+using emap2 = Eigen::TensorMap<Eigen::Tensor<float, 2, Eigen::RowMajor>>;
+struct eigen_env {
+  Eigen::ThreadPool pool{2};
+  Eigen::ThreadPoolDevice dev{&pool, 2};
+};
+void softmax_eigen(benchmark::State& s) {
+  rows_data d(16384, 1024);
+  eigen_env env;
+  emap2 x(d.x.data(), d.m, d.n), y(d.y.data(), d.m, d.n);
+  const Eigen::array<int, 1> last{1};
+  const Eigen::array<index_t, 2> col{d.m, 1}, across{1, d.n};
+  Eigen::Tensor<float, 2, Eigen::RowMajor> mx(d.m, 1), sum(d.m, 1);
+  for (auto _ : s) {
+    // The reductions are evaluated into temporaries: without that Eigen recomputes them per element.
+    mx.device(env.dev) = x.maximum(last).reshape(col);
+    y.device(env.dev) = (x - mx.broadcast(across)).exp();
+    sum.device(env.dev) = y.sum(last).reshape(col);
+    y.device(env.dev) = y / sum.broadcast(across);
+    benchmark::ClobberMemory();
+  }
+  bench::set_bytes(s, d.bytes());
+}
+void layer_norm_eigen(benchmark::State& s) {
+  rows_data d(16384, 1024);
+  eigen_env env;
+  emap2 x(d.x.data(), d.m, d.n), y(d.y.data(), d.m, d.n), g(d.gamma.data(), 1, d.n), b(d.beta.data(), 1, d.n);
+  const Eigen::array<int, 1> last{1};
+  const Eigen::array<index_t, 2> col{d.m, 1}, across{1, d.n}, down{d.m, 1};
+  Eigen::Tensor<float, 2, Eigen::RowMajor> mean(d.m, 1), rstd(d.m, 1);
+  for (auto _ : s) {
+    mean.device(env.dev) = x.mean(last).reshape(col);
+    rstd.device(env.dev) = ((x - mean.broadcast(across)).square().mean(last).reshape(col) + 1e-5f).rsqrt();
+    y.device(env.dev) = (x - mean.broadcast(across)) * rstd.broadcast(across) * g.broadcast(down) + b.broadcast(down);
+    benchmark::ClobberMemory();
+  }
+  bench::set_bytes(s, d.bytes());
+}
+void sum_squares_eigen(benchmark::State& s) {
+  sum_data d;
+  eigen_env env;
+  Eigen::TensorMap<Eigen::Tensor<float, 1>> x(d.x.data(), kSumN);
+  Eigen::Tensor<float, 0> r;
+  for (auto _ : s) r.device(env.dev) = x.square().sum(), benchmark::DoNotOptimize(r.data());
+  d.check(s, r());
+  bench::set_bytes(s, kSumN * 4.0);
+}
+#endif
+
+const auto reg = [] {
+  auto add = [](const char* name, auto fn) {
+    benchmark::RegisterBenchmark(name, fn)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(0.5);
+  };
+  add("softmax/copy", [](benchmark::State& s) { bench::copy_baseline(s, 2.0 * 16384 * 1024 * 4); });
+  add("softmax/fused", [](benchmark::State& s) { rows_data d(16384, 1024); run_fuse(s, d, fuse::cpu{}, softmax_of); });
+  add("softmax/eager", [](benchmark::State& s) { rows_data d(16384, 1024); run_fuse(s, d, fuse::eager(fuse::cpu{}), softmax_of); });
+  add("softmax/hand", [](benchmark::State& s) { softmax_hand(s, 16384, 1024); });
+  add("softmax_long/copy", [](benchmark::State& s) { bench::copy_baseline(s, 2.0 * 64 * 262144 * 4); });
+  add("softmax_long/fused", [](benchmark::State& s) { rows_data d(64, 262144); run_fuse(s, d, fuse::cpu{}, softmax_of); });
+  add("softmax_long/eager", [](benchmark::State& s) { rows_data d(64, 262144); run_fuse(s, d, fuse::eager(fuse::cpu{}), softmax_of); });
+  add("softmax_long/hand", [](benchmark::State& s) { softmax_hand(s, 64, 262144); });
+  add("layer_norm/copy", [](benchmark::State& s) { bench::copy_baseline(s, 2.0 * 16384 * 1024 * 4); });
+  add("layer_norm/fused", [](benchmark::State& s) { rows_data d(16384, 1024); run_fuse(s, d, fuse::cpu{}, layer_norm_of); });
+  add("layer_norm/eager", [](benchmark::State& s) { rows_data d(16384, 1024); run_fuse(s, d, fuse::eager(fuse::cpu{}), layer_norm_of); });
+  add("layer_norm/hand", layer_norm_hand);
+  add("rms_norm/copy", [](benchmark::State& s) { bench::copy_baseline(s, 2.0 * 16384 * 1024 * 4); });
+  add("rms_norm/fused", [](benchmark::State& s) { rows_data d(16384, 1024); run_fuse(s, d, fuse::cpu{}, rms_norm_of); });
+  add("rms_norm/eager", [](benchmark::State& s) { rows_data d(16384, 1024); run_fuse(s, d, fuse::eager(fuse::cpu{}), rms_norm_of); });
+  add("rms_norm/hand", rms_norm_hand);
+  add("sum_squares/copy", [](benchmark::State& s) { bench::copy_baseline(s, kSumN * 4.0); });
+  add("sum_squares/fused", [](benchmark::State& s) { sum_squares_fuse(s, fuse::cpu{}); });
+  add("sum_squares/eager", [](benchmark::State& s) { sum_squares_fuse(s, fuse::eager(fuse::cpu{})); });
+  add("sum_squares/hand", sum_squares_hand);
+#ifdef FUSE_BENCH_EIGEN
+  add("softmax/eigen", softmax_eigen);
+  add("layer_norm/eigen", layer_norm_eigen);
+  add("sum_squares/eigen", sum_squares_eigen);
+#endif
+  return 0;
+}();
+
+}  // namespace
+
+FUSE_BENCH_MAIN()
