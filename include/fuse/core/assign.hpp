@@ -68,7 +68,7 @@ auto split_group(const Exec& exec, Arena& arena, const E& e) {
 
 template <class Exec, class It>
 void run_checked(const Exec& exec, It& it, const auto& rerun_via_temporary) {
-  if (it.size() == 0) return;
+  if (it.empty()) return;
   if (destination_overlaps(it)) return rerun_via_temporary();
   run(exec, it);
 }

@@ -57,6 +57,7 @@ struct iteration {
     for (auto e : shape) n *= e;
     return n;
   }
+  bool empty() const { return size() == 0; }
   template <class F>
   void for_each_tracker(F&& f) { eval.for_each_tracker(f); }
 };

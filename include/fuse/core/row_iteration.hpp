@@ -14,6 +14,17 @@
 
 namespace fuse::detail {
 
+// idx[first..last) = the row-major multi-index of q over shape[first..last).
+FUSE_HOST_DEVICE FUSE_INLINE void unflatten(index_t q, const index_t* shape, std::size_t first, std::size_t last,
+                                            index_t* idx) {
+  for (std::size_t d = last; d > first;) {
+    --d;
+    const index_t p = q / shape[d];
+    idx[d] = q - p * shape[d];
+    q = p;
+  }
+}
+
 // One reduction of a row kernel: its operand's evaluator, reduced with Op into slot K.
 template <class Op, class Acc, class Result, std::size_t K, class ChildEval>
 struct phase_eval {
@@ -102,6 +113,9 @@ struct row_iteration {
     return n;
   }
   FUSE_HOST_DEVICE index_t size() const { return rows() * row_elements(); }
+  // Nothing to write: no rows, or empty rows of an elementwise output. (A reduction over an empty
+  // row still writes its identity.)
+  bool empty() const { return rows() == 0 || (!root_reduction && row_elements() == 0); }
   template <class F>
   void for_each_tracker(F&& f) {
     eval.for_each_tracker(f);

@@ -61,7 +61,9 @@ struct leaf_table {
   std::string name(const leaf_info& l) {
     auto [it, fresh] = seen.try_emplace(l.data, seen.size(), l.bytes);
     if (!fresh && l.bytes > it->second.second) it->second.second = l.bytes;
-    return "x" + std::to_string(it->second.first);
+    std::string n(1, 'x');  // not "x" + to_string(...): GCC 12 -O3 warns (false -Wrestrict, PR 105329)
+    n += std::to_string(it->second.first);
+    return n;
   }
   index_t bytes() const {
     index_t b = 0;

@@ -47,10 +47,10 @@ auto reduce_row(Phase& p, const index_t* shape, std::size_t inner_first, std::si
   auto total = Op::template identity<typename Op::template total_t<Acc>>();
   // Sub-rows: every combination of the row axes but the last.
   index_t sub = 1;
-  for (std::size_t d = inner_first; d + 1 < R; ++d) sub *= shape[d];
+  for (std::size_t d = inner_first; d < R - 1; ++d) sub *= shape[d];
   for (index_t s = 0; s < sub; ++s) {
     index_t q = s;
-    for (std::size_t d = R - 1; d-- > inner_first;) idx[d] = q % shape[d], q /= shape[d];
+    unflatten(q, shape, inner_first, R - 1, idx);
     p.child.seek(idx);
     total = Op::combine(total, reduce_range<Op, Acc, Unit>(p.child, begin, end));
   }
@@ -85,17 +85,17 @@ void run_row(const It& it, Ev& ev, Phases& phases, row_slot* slots, index_t* idx
   });
   using T = std::remove_pointer_t<decltype(it.out)>;
   if (it.root_reduction) {
-    for (std::size_t d = it.inner_first; d + 1 < R; ++d) idx[d] = 0;
+    for (std::size_t d = it.inner_first; d < R; ++d) idx[d] = 0;
     ev.seek(idx);
     it.out[row_offset<R>(it.out_stride, idx)] = static_cast<T>(ev.template at<Unit>(0));
     return;
   }
   index_t sub = 1;
-  for (std::size_t d = it.inner_first; d + 1 < R; ++d) sub *= it.shape[d];
+  for (std::size_t d = it.inner_first; d < R - 1; ++d) sub *= it.shape[d];
   const index_t os = it.out_stride[R - 1];
   for (index_t s = 0; s < sub; ++s) {
     index_t q = s;
-    for (std::size_t d = R - 1; d-- > it.inner_first;) idx[d] = q % it.shape[d], q /= it.shape[d];
+    unflatten(q, it.shape, it.inner_first, R - 1, idx);
     ev.seek(idx);
     T* row = it.out + row_offset<R>(it.out_stride, idx);
     if constexpr (Unit) {
@@ -118,7 +118,7 @@ void run_rows(const It& it, index_t first, index_t last) {
   index_t idx[R] = {};
   for (index_t o = first; o < last; ++o) {
     index_t q = o;
-    for (std::size_t d = it.inner_first; d-- > 0;) idx[d] = q % it.shape[d], q /= it.shape[d];
+    unflatten(q, it.shape, 0, it.inner_first, idx);
     run_row<Unit>(it, ev, phases, slots, idx);
   }
 }
@@ -135,7 +135,7 @@ void run_split_rows(const It& it, int threads) {
   index_t idx[R] = {};
   for (index_t o = 0; o < rows; ++o) {
     index_t q = o;
-    for (std::size_t d = it.inner_first; d-- > 0;) idx[d] = q % it.shape[d], q /= it.shape[d];
+    unflatten(q, it.shape, 0, it.inner_first, idx);
     std::size_t k = 0;
     for_each(it.phases, [&](const auto& phase) {
       using P = std::remove_cvref_t<decltype(phase)>;
@@ -163,13 +163,13 @@ void run_split_rows(const It& it, int threads) {
     if (it.root_reduction) {
       auto ev = it.eval;
       ev.bind(slots.data());
-      for (std::size_t d = it.inner_first; d + 1 < R; ++d) idx[d] = 0;
+      for (std::size_t d = it.inner_first; d < R; ++d) idx[d] = 0;
       ev.seek(idx);
       it.out[row_offset<R>(it.out_stride, idx)] = static_cast<T>(ev.template at<Unit>(0));
       continue;
     }
     index_t sub = 1;
-    for (std::size_t d = it.inner_first; d + 1 < R; ++d) sub *= it.shape[d];
+    for (std::size_t d = it.inner_first; d < R - 1; ++d) sub *= it.shape[d];
 #pragma omp parallel num_threads(threads)
     {
       const index_t t = omp_get_thread_num(), nt = omp_get_num_threads();
@@ -181,7 +181,7 @@ void run_split_rows(const It& it, int threads) {
       const index_t os = it.out_stride[R - 1];
       for (index_t s = 0; s < sub; ++s) {
         index_t r = s;
-        for (std::size_t d = R - 1; d-- > it.inner_first;) my_idx[d] = r % it.shape[d], r /= it.shape[d];
+        unflatten(r, it.shape, it.inner_first, R - 1, my_idx);
         ev.seek(my_idx);
         T* row = it.out + row_offset<R>(it.out_stride, my_idx);
         if constexpr (Unit) {

@@ -29,15 +29,9 @@ template <class It>
 __device__ __forceinline__ index_t place_in_row(const It& it, index_t* idx, index_t r) {
   constexpr std::size_t R = It::rank;
   const index_t n = it.shape[R - 1];
-  index_t q = r / n;
-  const index_t i = r - q * n;
-  for (std::size_t d = R - 1; d-- > it.inner_first;) {
-    const index_t e = it.shape[d];
-    const index_t p = q / e;
-    idx[d] = q - p * e;
-    q = p;
-  }
-  return i;
+  const index_t q = r / n;
+  unflatten(q, it.shape, it.inner_first, R - 1, idx);
+  return r - q * n;
 }
 
 // This thread's share [first, row_elements) step `step` of phase p over the row at idx.
@@ -67,7 +61,7 @@ __device__ __forceinline__ void write_share(const It& it, Ev& ev, index_t* idx, 
   using T = std::remove_pointer_t<decltype(it.out)>;
   if (it.root_reduction) {
     if (first == 0) {
-      for (std::size_t d = it.inner_first; d + 1 < R; ++d) idx[d] = 0;
+      for (std::size_t d = it.inner_first; d < R; ++d) idx[d] = 0;
       ev.seek(idx);
       it.out[row_offset<R>(it.out_stride, idx)] = static_cast<T>(ev.template at<Unit>(0));
     }
@@ -84,12 +78,7 @@ __device__ __forceinline__ void write_share(const It& it, Ev& ev, index_t* idx, 
 
 template <class It>
 __device__ __forceinline__ void outer_index(const It& it, index_t o, index_t* idx) {
-  for (std::size_t d = it.inner_first; d-- > 0;) {
-    const index_t e = it.shape[d];
-    const index_t q = o / e;
-    idx[d] = o - q * e;
-    o = q;
-  }
+  unflatten(o, it.shape, 0, it.inner_first, idx);
 }
 
 // Reduces v across the row's threads and returns the result to all of them.

@@ -1,0 +1,130 @@
+// Reduction-broadcast layers: softmax, log_softmax, layer_norm, rms_norm and the same written by
+// hand - one kernel each - against double references, with extreme inputs and in place.
+#include "reduce_support.hpp"
+
+using namespace rt;
+
+namespace {
+std::vector<double> softmax_ref(const std::vector<double>& row) {
+  const double m = ref_max(row);
+  double s = 0;
+  for (double v : row) s += std::exp(v - m);
+  std::vector<double> out;
+  for (double v : row) out.push_back(std::exp(v - m) / s);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("softmax and log_softmax match the reference, fused and eager, every row split") {
+  for (auto [m, n] : {std::pair<index_t, index_t>{1, 1}, {5, 3}, {257, 33}, {16, 4099}, {1, 70001}, {3, 40000}}) {
+    auto x = random<float, 2>({m, n}, unsigned(m + n), -5, 5);
+    auto y = fuse::eval(fuse::softmax(x, fuse::axis<-1>));
+    auto ly = fuse::eval(fuse::log_softmax(x, fuse::axis<-1>));
+    auto ye = fuse::eval(fuse::eager(fuse::cpu{}), fuse::softmax(x, fuse::axis<-1>));
+    for (index_t r = 0; r < m; ++r) {
+      auto ref = softmax_ref(std::vector<double>(x.data() + r * n, x.data() + (r + 1) * n));
+      for (index_t j = 0; j < n; ++j) {
+        REQUIRE(close(y(r, j), ref[j], 2e-5, 1e-12));
+        REQUIRE(close(ly(r, j), std::log(ref[j]), 2e-5, 2e-5));
+        REQUIRE(close(ye(r, j), ref[j], 2e-5, 1e-12));
+      }
+    }
+  }
+}
+
+TEST_CASE("softmax of +-1e4 logits, of all -inf rows (NaN), logsumexp of -inf (-inf)") {
+  fuse::tensor<float, 2> x(3, 4);
+  const float inf = std::numeric_limits<float>::infinity();
+  const float vals[] = {1e4f, -1e4f, 0.f, 1e4f, -1e4f, -1e4f, -1e4f + 1, -1e4f, -inf, -inf, -inf, -inf};
+  std::copy(vals, vals + 12, x.data());
+  auto y = fuse::eval(fuse::softmax(x, fuse::axis<-1>));
+  CHECK(y(0, 0) == Approx(0.5f));
+  CHECK(y(0, 1) == 0.f);
+  CHECK(y(1, 2) == Approx(std::exp(1.0) / (3 + std::exp(1.0))));
+  for (index_t j = 0; j < 4; ++j) CHECK(std::isnan(y(2, j)));
+  auto l = fuse::eval(fuse::logsumexp(x, fuse::axis<-1>));
+  CHECK(l(0, 0) == Approx(1e4f + std::log(2.f)));
+  CHECK(l(2, 0) == -inf);
+}
+
+TEST_CASE("layer_norm and rms_norm, library and hand-written, one kernel each") {
+  const index_t m = 67, n = 515;
+  auto x = random<float, 2>({m, n}, 21, 990, 1010);  // mean ~1e3: cancellation-prone
+  auto g = random<float, 1>({n}, 22, 0.5, 1.5);
+  auto b = random<float, 1>({n}, 23, -1, 1);
+  auto ln = fuse::eval(fuse::layer_norm(x, g, b, 1e-5));
+  auto mu = fuse::mean(x, fuse::axis<-1>);
+  auto hand = (x - mu) / fuse::sqrt(fuse::mean(fuse::square(x - mu), fuse::axis<-1>) + 1e-5f) * g + b;
+  static_assert(fuse::kernels_v<decltype(hand)> == 1);
+  auto lh = fuse::eval(hand);
+  auto rn = fuse::eval(fuse::rms_norm(x, g, 1e-6));
+  auto rms_hand = x / fuse::sqrt(fuse::mean(x * x, fuse::axis<-1>) + 1e-6f) * g;
+  static_assert(fuse::kernels_v<decltype(rms_hand)> == 1);
+  auto rh = fuse::eval(rms_hand);
+  for (index_t r = 0; r < m; ++r) {
+    std::vector<double> row(x.data() + r * n, x.data() + (r + 1) * n);
+    const double mean = ref_mean(row), rstd = 1 / std::sqrt(ref_var(row) + 1e-5);
+    double sq = 0;
+    for (double v : row) sq += v * v;
+    const double rr = 1 / std::sqrt(sq / double(n) + 1e-6);
+    for (index_t j = 0; j < n; ++j) {
+      const double ref = (x(r, j) - mean) * rstd * g(j) + b(j);
+      REQUIRE(close(ln(r, j), ref, 2e-3, 2e-3));
+      REQUIRE(close(lh(r, j), ref, 2e-3, 2e-3));
+      REQUIRE(close(rn(r, j), x(r, j) * rr * g(j), 1e-5));
+      REQUIRE(close(rh(r, j), x(r, j) * rr * g(j), 1e-5));
+    }
+  }
+}
+
+TEST_CASE("kernels_v: 1 for the layers and hand-written forms, 2 for a broadcast column mean") {
+  fuse::tensor<float, 2> x(8, 16);
+  fuse::tensor<float, 1> g(16), b(16);
+  static_assert(fuse::kernels_v<decltype(fuse::softmax(x, fuse::axis<-1>))> == 1);
+  static_assert(fuse::kernels_v<decltype(fuse::log_softmax(x, fuse::axis<1>))> == 1);
+  static_assert(fuse::kernels_v<decltype(fuse::layer_norm(x, g, b))> == 1);
+  static_assert(fuse::kernels_v<decltype(fuse::rms_norm(x, g))> == 1);
+  auto z = fuse::exp(x - fuse::max(x, fuse::axis<-1>));
+  static_assert(fuse::kernels_v<decltype(z / fuse::sum(z, fuse::axis<-1>))> == 1);
+  static_assert(fuse::kernels_v<decltype(fuse::sum(x * x))> == 1);
+  static_assert(fuse::kernels_v<decltype(fuse::sum(fuse::exp(x) * 2.f, fuse::axis<0>))> == 1);
+  static_assert(fuse::kernels_v<decltype(x - fuse::mean(x, fuse::axis<0>))> == 2);
+  CHECK(fuse::plan(x - fuse::mean(x, fuse::axis<0>)).kernels == 2);
+  CHECK(fuse::plan(fuse::softmax(x, fuse::axis<-1>)).kernels == 1);
+  // A reduction over an extent other than the group's row is split at run time, and said so.
+  fuse::tensor<float, 2> col(8, 1);
+  auto e = x - fuse::sum(col, fuse::axis<-1>);
+  auto p = fuse::plan(e);
+  CHECK(p.kernels == 2);
+  auto y = fuse::eval(e);
+  for (index_t i = 0; i < 8; ++i)
+    for (index_t j = 0; j < 16; ++j) CHECK(y(i, j) == x(i, j) - col(i, 0));
+}
+
+TEST_CASE("in place: x = x - max(x, axis<-1>) and x = softmax(x)") {
+  auto x = random<float, 2>({40, 300}, 31);
+  auto copy = x;
+  x = x - fuse::max(x, fuse::axis<-1>);
+  for (index_t r = 0; r < 40; ++r) {
+    std::vector<double> row(copy.data() + r * 300, copy.data() + (r + 1) * 300);
+    for (index_t j = 0; j < 300; ++j) REQUIRE(x(r, j) == float(copy(r, j) - float(ref_max(row))));
+  }
+  auto y = copy;
+  y = fuse::softmax(y, fuse::axis<-1>);
+  auto fresh = fuse::eval(fuse::softmax(copy, fuse::axis<-1>));
+  for (index_t i = 0; i < y.size(); ++i) REQUIRE(y.data()[i] == fresh.data()[i]);
+}
+
+TEST_CASE("softmax over a non-trailing axis and over rows of length 1") {
+  auto x = random<float, 3>({4, 7, 5}, 41);
+  auto y = fuse::eval(fuse::softmax(x, fuse::axis<1>));
+  for (index_t a = 0; a < 4; ++a)
+    for (index_t c = 0; c < 5; ++c) {
+      std::vector<double> col;
+      for (index_t b = 0; b < 7; ++b) col.push_back(x(a, b, c));
+      auto ref = softmax_ref(col);
+      for (index_t b = 0; b < 7; ++b) REQUIRE(close(y(a, b, c), ref[b], 2e-5, 1e-12));
+    }
+  auto ones = fuse::eval(fuse::softmax(random<float, 2>({9, 1}, 42), fuse::axis<-1>));
+  for (index_t i = 0; i < 9; ++i) CHECK(ones(i, 0) == 1.f);
+}

@@ -1,0 +1,166 @@
+// Every reduction over axis<k>, axes<...> and all axes against a double reference; accuracy of
+// long float sums; NaN and empty extents; eager vs fused.
+#include "reduce_support.hpp"
+
+using namespace rt;
+
+TEST_CASE("reductions over the last axis match a double reference (odd sizes, threads)") {
+  for (auto [m, n] : {std::pair<index_t, index_t>{1, 1}, {3, 17}, {129, 1}, {7, 1023}, {301, 517}, {2, 100003}}) {
+    auto x = random<float, 2>({m, n}, unsigned(m * 31 + n), 0.5, 2.0);
+    auto s = fuse::eval(fuse::sum(x, fuse::axis<-1>));
+    auto mx = fuse::eval(fuse::max(x, fuse::axis<1>));
+    auto mn = fuse::eval(fuse::min(x, fuse::axis<-1>));
+    auto me = fuse::eval(fuse::mean(x, fuse::axis<-1>));
+    auto va = fuse::eval(fuse::var(x, fuse::axis<-1>));
+    auto lse = fuse::eval(fuse::logsumexp(x, fuse::axis<-1>));
+    REQUIRE(s.shape() == fuse::shape_t<2>{m, 1});
+    for (index_t r = 0; r < m; ++r) {
+      std::vector<double> row(x.data() + r * n, x.data() + (r + 1) * n);
+      CHECK(close(s(r, 0), ref_sum(row), 1e-6));
+      CHECK(mx(r, 0) == float(ref_max(row)));
+      double mn_ref = row[0];
+      for (double v : row) mn_ref = std::min(mn_ref, v);
+      CHECK(mn(r, 0) == float(mn_ref));
+      CHECK(close(me(r, 0), ref_mean(row), 1e-6));
+      CHECK(close(va(r, 0), ref_var(row), 1e-4, 1e-6));
+      double l = 0;
+      for (double v : row) l += std::exp(v - ref_max(row));
+      CHECK(close(lse(r, 0), ref_max(row) + std::log(l), 1e-6));
+    }
+  }
+}
+
+TEST_CASE("prod, integer and bool reductions keep NumPy's types") {
+  auto x = random<float, 2>({4, 9}, 3, 0.8, 1.2);
+  auto p = fuse::eval(fuse::prod(x, fuse::axis<-1>));
+  for (index_t r = 0; r < 4; ++r) {
+    double ref = 1;
+    for (index_t j = 0; j < 9; ++j) ref *= x(r, j);
+    CHECK(close(p(r, 0), ref, 1e-6));
+  }
+  fuse::tensor<int, 1> ints(1000);
+  for (index_t i = 0; i < 1000; ++i) ints(i) = int(i % 17) - 8 + int(i);
+  static_assert(std::is_same_v<decltype(fuse::sum(ints))::value_type, fuse::index_t>);
+  static_assert(std::is_same_v<decltype(fuse::mean(ints))::value_type, double>);
+  index_t ref = 0;
+  for (index_t i = 0; i < 1000; ++i) ref += ints(i);
+  CHECK(fuse::eval(fuse::sum(ints)) == ref);
+  CHECK(fuse::eval(fuse::mean(ints)) == Approx(double(ref) / 1000));
+  fuse::tensor<bool, 1> mask(777);
+  index_t trues = 0;
+  for (index_t i = 0; i < 777; ++i) trues += (mask(i) = (i * 7) % 5 < 2);
+  static_assert(std::is_same_v<decltype(fuse::sum(mask))::value_type, fuse::index_t>);
+  CHECK(fuse::eval(fuse::sum(mask)) == trues);
+  CHECK(fuse::eval(fuse::sum(ints > 100)) == fuse::eval(fuse::sum(fuse::cast<int>(ints > 100))));
+}
+
+TEST_CASE("non-trailing axes, several axes, negative axes, all axes") {
+  auto x = random<double, 4>({3, 5, 4, 6}, 7);
+  auto bn = fuse::eval(fuse::mean(x, fuse::axes<0, 2, 3>));  // batch-norm statistics per channel
+  REQUIRE(bn.shape() == fuse::shape_t<4>{1, 5, 1, 1});
+  auto cs = fuse::eval(fuse::sum(x, fuse::axis<0>));
+  auto mid = fuse::eval(fuse::max(x, fuse::axes<-3, -2>));
+  for (index_t c = 0; c < 5; ++c) {
+    double s = 0;
+    for (index_t n = 0; n < 3; ++n)
+      for (index_t h = 0; h < 4; ++h)
+        for (index_t w = 0; w < 6; ++w) s += x(n, c, h, w);
+    CHECK(bn(0, c, 0, 0) == Approx(s / 72).epsilon(1e-12));
+  }
+  for (index_t c = 0; c < 5; ++c)
+    for (index_t h = 0; h < 4; ++h)
+      for (index_t w = 0; w < 6; ++w)
+        CHECK(cs(0, c, h, w) == Approx(x(0, c, h, w) + x(1, c, h, w) + x(2, c, h, w)).epsilon(1e-12));
+  for (index_t n = 0; n < 3; ++n)
+    for (index_t w = 0; w < 6; ++w) {
+      double m = -1e300;
+      for (index_t c = 0; c < 5; ++c)
+        for (index_t h = 0; h < 4; ++h) m = std::max(m, x(n, c, h, w));
+      CHECK(mid(n, 0, 0, w) == m);
+    }
+  double all = 0;
+  for (index_t i = 0; i < x.size(); ++i) all += x.data()[i];
+  static_assert(decltype(fuse::sum(x))::rank == 0);
+  CHECK(fuse::eval(fuse::sum(x)) == Approx(all).epsilon(1e-12));
+  // Transposed (strided) input: the reduced axis is not contiguous.
+  auto t = random<float, 2>({37, 53}, 8);
+  auto ts = fuse::eval(fuse::sum(fuse::transpose(t), fuse::axis<-1>));
+  for (index_t j = 0; j < 53; ++j) {
+    double s = 0;
+    for (index_t i = 0; i < 37; ++i) s += t(i, j);
+    CHECK(close(ts(j, 0), s, 1e-6, 1e-6));
+  }
+}
+
+TEST_CASE("a float sum of 2^25 terms is accurate to 1e-6 relative to sum |x|") {
+  const index_t n = index_t(1) << 25;
+  fuse::tensor<float, 1> x(n);
+  std::mt19937 gen(5);
+  std::uniform_real_distribution<float> d(0.f, 1.f);
+  double ref = 0, abs_sum = 0;
+  for (index_t i = 0; i < n; ++i) {
+    x(i) = d(gen);
+    ref += double(x(i)) * x(i);
+    abs_sum += double(x(i)) * x(i);
+  }
+  for (int threads : {1, 2}) {
+    const float s = fuse::eval(fuse::cpu{threads}, fuse::sum(x * x));
+    CHECK(std::abs(double(s) - ref) / abs_sum < 1e-6);
+  }
+}
+
+TEST_CASE("variance is stable and never negative (mean 1e3), layer norm of such data") {
+  auto x = random<float, 2>({64, 1000}, 9, 1000.0, 1001.0);
+  auto v = fuse::eval(fuse::var(x, fuse::axis<-1>));
+  for (index_t r = 0; r < 64; ++r) {
+    std::vector<double> row(x.data() + r * 1000, x.data() + (r + 1) * 1000);
+    CHECK(v(r, 0) >= 0.f);
+    CHECK(close(v(r, 0), ref_var(row), 1e-4));
+  }
+}
+
+TEST_CASE("NaN propagates through max, min and sum from any position") {
+  for (index_t n : {index_t(1), index_t(37), index_t(100)}) {
+    for (index_t pos : {index_t(0), n / 2, n - 1}) {
+      auto x = random<float, 2>({2, n}, 10);
+      x(1, pos) = std::numeric_limits<float>::quiet_NaN();
+      auto mx = fuse::eval(fuse::max(x, fuse::axis<-1>));
+      auto mn = fuse::eval(fuse::min(x, fuse::axis<-1>));
+      auto s = fuse::eval(fuse::sum(x, fuse::axis<-1>));
+      CHECK(std::isnan(mx(1, 0)));
+      CHECK(std::isnan(mn(1, 0)));
+      CHECK(std::isnan(s(1, 0)));
+      CHECK(!std::isnan(mx(0, 0)));
+    }
+  }
+}
+
+TEST_CASE("empty extents: identities, NaN for mean and var, an error for max") {
+  fuse::tensor<float, 2> e(4, 0);
+  auto s = fuse::eval(fuse::sum(e, fuse::axis<-1>));
+  auto p = fuse::eval(fuse::prod(e, fuse::axis<-1>));
+  auto m = fuse::eval(fuse::mean(e, fuse::axis<-1>));
+  auto l = fuse::eval(fuse::logsumexp(e, fuse::axis<-1>));
+  for (index_t r = 0; r < 4; ++r) {
+    CHECK(s(r, 0) == 0.f);
+    CHECK(p(r, 0) == 1.f);
+    CHECK(std::isnan(m(r, 0)));
+    CHECK(l(r, 0) == -std::numeric_limits<float>::infinity());
+  }
+  CHECK(fuse::eval(fuse::sum(e)) == 0.f);
+  CHECK(std::isnan(fuse::eval(fuse::var(e))));
+  fuse::tensor<float, 2> out(4, 1);
+  out = 7.f;
+  CHECK_THROWS_AS(fuse::assign(out, fuse::max(e, fuse::axis<-1>)), fuse::shape_error);
+  CHECK(out(0, 0) == 7.f);
+  fuse::tensor<float, 2> none(0, 5);
+  auto empty_rows = fuse::eval(fuse::max(none, fuse::axis<-1>));  // nothing to reduce, nothing to return
+  CHECK(empty_rows.size() == 0);
+}
+
+TEST_CASE("eager and fused give the same reductions") {
+  auto x = random<float, 2>({33, 70}, 12);
+  auto f = fuse::eval(fuse::var(x, fuse::axis<-1>) + fuse::sum(x * x, fuse::axis<-1>));
+  auto e = fuse::eval(fuse::eager(fuse::cpu{}), fuse::var(x, fuse::axis<-1>) + fuse::sum(x * x, fuse::axis<-1>));
+  for (index_t r = 0; r < 33; ++r) CHECK(f(r, 0) == Approx(e(r, 0)).epsilon(1e-6));
+}
