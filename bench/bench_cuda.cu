@@ -56,7 +56,7 @@ struct row {
 };
 
 template <std::size_t R>
-bool close(const fuse::tensor<float, R>& a, const fuse::device_tensor<float, R>& d) {
+bool close(const fuse::tensor<float, R>& a, const fuse::device_tensor<float, R>& d, double tol = 1e-5) {
   fuse::tensor<float, R> b(d.shape());
   fuse::copy(b, d);
   double num = 0, den = 0;
@@ -65,7 +65,7 @@ bool close(const fuse::tensor<float, R>& a, const fuse::device_tensor<float, R>&
     num += e * e, den += double(a.data()[i]) * a.data()[i];
     if (std::isnan(b.data()[i])) return false;
   }
-  return std::sqrt(num / std::max(den, 1e-30)) < 1e-5;
+  return std::sqrt(num / std::max(den, 1e-30)) < tol;
 }
 
 }  // namespace
@@ -116,6 +116,59 @@ int main() {
     rows.push_back({"bias_gelu [8192,4096] fused", bytes / (ms * 1e6), close(ref, y)});
     ms = median_ms([&] { fuse::assign(fuse::eager(fuse::cuda{}), y, fuse::gelu(x + b)); });
     rows.push_back({"bias_gelu [8192,4096] eager", bytes / (ms * 1e6), close(ref, y)});
+  }
+
+  {  // reduction-broadcast layers on [16384, 1024]: fp32 and bf16 (computed in fp32)
+    const index_t m = 16384, n = 1024;
+    auto hx = random_host<2>({m, n}, 5);
+    auto hg = random_host<1>({n}, 6);
+    auto hb = random_host<1>({n}, 7);
+    fuse::device_tensor<float, 2> x(m, n), y(m, n);
+    fuse::device_tensor<float, 1> g(n), b(n);
+    fuse::copy(x, hx), fuse::copy(g, hg), fuse::copy(b, hb);
+    const double bytes = 2.0 * m * n * 4;
+    auto sm_ref = fuse::eval(fuse::softmax(hx, fuse::axis<-1>));
+    double ms = median_ms([&] { fuse::assign(fuse::cuda{}, y, fuse::softmax(x, fuse::axis<-1>)); });
+    rows.push_back({"softmax [16384,1024] fp32 fused", bytes / (ms * 1e6), close(sm_ref, y)});
+    ms = median_ms([&] { fuse::assign(fuse::eager(fuse::cuda{}), y, fuse::softmax(x, fuse::axis<-1>)); });
+    rows.push_back({"softmax [16384,1024] fp32 eager", bytes / (ms * 1e6), close(sm_ref, y)});
+    auto ln_ref = fuse::eval(fuse::layer_norm(hx, hg, hb));
+    ms = median_ms([&] { fuse::assign(fuse::cuda{}, y, fuse::layer_norm(x, g, b)); });
+    rows.push_back({"layer_norm [16384,1024] fp32 fused", (bytes + 8.0 * n) / (ms * 1e6), close(ln_ref, y, 1e-4)});
+    auto rn_ref = fuse::eval(fuse::rms_norm(hx, hg));
+    ms = median_ms([&] { fuse::assign(fuse::cuda{}, y, fuse::rms_norm(x, g)); });
+    rows.push_back({"rms_norm [16384,1024] fp32 fused", (bytes + 4.0 * n) / (ms * 1e6), close(rn_ref, y)});
+
+    // bf16 storage: half the bytes; checked against the fp32 CPU result at bf16 precision.
+    fuse::device_tensor<__nv_bfloat16, 2> xb(m, n), yb(m, n);
+    fuse::assign(xb, fuse::cast<__nv_bfloat16>(x));
+    fuse::tensor<float, 2> hxb(m, n);
+    fuse::copy(hxb, fuse::eval(fuse::cuda{}, fuse::cast<float>(xb)));
+    const double bbytes = 2.0 * m * n * 2;
+    auto smb_ref = fuse::eval(fuse::softmax(hxb, fuse::axis<-1>));
+    ms = median_ms([&] { fuse::assign(fuse::cuda{}, yb, fuse::softmax(xb, fuse::axis<-1>)); });
+    rows.push_back({"softmax [16384,1024] bf16 fused", bbytes / (ms * 1e6), close(smb_ref, fuse::eval(fuse::cuda{}, fuse::cast<float>(yb)), 1e-2)});
+    auto lnb_ref = fuse::eval(fuse::layer_norm(hxb, hg, hb));
+    ms = median_ms([&] { fuse::assign(fuse::cuda{}, yb, fuse::layer_norm(xb, g, b)); });
+    rows.push_back({"layer_norm [16384,1024] bf16 fused", (bbytes + 8.0 * n) / (ms * 1e6), close(lnb_ref, fuse::eval(fuse::cuda{}, fuse::cast<float>(yb)), 1e-2)});
+  }
+  {  // softmax over long rows, and a full reduction
+    const index_t m = 64, n = 262144;
+    auto hx = random_host<2>({m, n}, 8);
+    fuse::device_tensor<float, 2> x(m, n), y(m, n);
+    fuse::copy(x, hx);
+    auto ref = fuse::eval(fuse::softmax(hx, fuse::axis<-1>));
+    const double ms = median_ms([&] { fuse::assign(fuse::cuda{}, y, fuse::softmax(x, fuse::axis<-1>)); });
+    rows.push_back({"softmax [64,262144] fp32 fused", 2.0 * m * n * 4 / (ms * 1e6), close(ref, y)});
+    const index_t n2 = index_t(1) << 25;
+    auto hs = random_host<1>({n2}, 9);
+    fuse::device_tensor<float, 1> s(n2);
+    fuse::copy(s, hs);
+    double exact = 0;
+    for (index_t i = 0; i < n2; ++i) exact += double(hs(i)) * hs(i);
+    float got = 0;
+    const double ms2 = median_ms([&] { got = fuse::eval(fuse::cuda{}, fuse::sum(s * s)); });
+    rows.push_back({"sum of squares 2^25 fp32", n2 * 4.0 / (ms2 * 1e6), std::abs(got - exact) / exact < 1e-6});
   }
 
   std::printf("\n%s, %d SMs\n%-32s %10s %8s %6s\n", prop.name, prop.multiProcessorCount, "workload", "GB/s", "x copy", "check");

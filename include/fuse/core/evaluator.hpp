@@ -205,6 +205,7 @@ struct take_eval {
   IndexEval index;
   index_t table_elements;  // the span of the table in elements, for overlap checks
   index_t row = 0;
+  index_t table_low = 0;   // offset of the table's lowest element from base (<= 0: negative strides)
 
   FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t* outer) {
     row = row_offset<R>(stride, outer);
@@ -225,7 +226,7 @@ struct take_eval {
   }
   template <class F>
   void for_each_tracker(F&& f) {
-    f(tracker{stride, base, sizeof(value_type), table_elements});  // read through an index: not affine
+    f(tracker{stride, base + table_low, sizeof(value_type), table_elements});  // read through an index: not affine
     index.for_each_tracker(f);
   }
 };

@@ -131,7 +131,10 @@ struct take_expr : detail::expr_tag {
       detail::place_strides<E - trailing, index_rank>(lead, indices.shape(), indices.strides());
       for (std::size_t d = 0; d < E - trailing; ++d) ie.stride[d] = lead[d];
     }
-    detail::take_eval<typename Table::element_type, E, ievalt> e{table.data(), table.strides()[0], {}, ie, 0, detail::offset_range(table.shape(), table.strides())[1] + 1};
+    // The table's whole footprint [lo, hi] (negative strides reach below data()), for overlap checks.
+    const auto range = detail::offset_range(table.shape(), table.strides());
+    detail::take_eval<typename Table::element_type, E, ievalt> e{table.data(), table.strides()[0], {}, ie,
+                                                                 range[1] - range[0] + 1, 0, range[0]};
     const auto ts = table.shape();
     const auto tst = table.strides();
     for (std::size_t d = 0; d < E; ++d) e.stride[d] = 0;

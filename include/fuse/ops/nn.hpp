@@ -28,7 +28,7 @@ auto layer_norm(E&& e, G&& gamma, B&& beta, double eps = 1e-5) {
   auto x = detail::hold_operand(std::forward<E>(e));
   using T = typename decltype(x)::value_type;
   auto centred = x - mean(x, axis<-1>);
-  return centred * rsqrt(mean(square(centred), axis<-1>) + T(eps)) * std::forward<G>(gamma) + std::forward<B>(beta);
+  return centred * rsqrt(mean(square(centred), axis<-1>) + detail::compute_t<T>(eps)) * std::forward<G>(gamma) + std::forward<B>(beta);
 }
 
 // x / sqrt(mean(x * x) + eps) * gamma over the last axis.
@@ -36,7 +36,7 @@ template <expression E, operand G>
 auto rms_norm(E&& e, G&& gamma, double eps = 1e-6) {
   auto x = detail::hold_operand(std::forward<E>(e));
   using T = typename decltype(x)::value_type;
-  return x * rsqrt(mean(square(x), axis<-1>) + T(eps)) * std::forward<G>(gamma);
+  return x * rsqrt(mean(square(x), axis<-1>) + detail::compute_t<T>(eps)) * std::forward<G>(gamma);
 }
 
 }  // namespace fuse

@@ -53,7 +53,10 @@ __global__ void __launch_bounds__(elementwise_block) elementwise_kernel(It it, i
     ev.seek(outer);
     T* row = it.out + row_offset<R>(it.out_stride, outer);
     if constexpr (V > 1) {
-      *reinterpret_cast<lanes<T, V>*>(row + i) = ev.template at_vec<V>(i);
+      const auto v = ev.template at_vec<V>(i);
+      lanes<T, V> o;
+      for (int l = 0; l < V; ++l) o.v[l] = static_cast<T>(v.v[l]);
+      *reinterpret_cast<lanes<T, V>*>(row + i) = o;
     } else if constexpr (Unit) {
       row[i] = ev.template at<true>(i);
     } else {

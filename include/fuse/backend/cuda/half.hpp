@@ -18,3 +18,21 @@ struct compute_type<__nv_bfloat16> {
 };
 
 }  // namespace fuse::detail
+
+// Mixed with a wider float type, a 16-bit float promotes to it (NumPy: float16 + float32 -> float32);
+// __half with __nv_bfloat16 gives float.
+#define FUSE_HALF_COMMON(A, B, R)          \
+  template <>                              \
+  struct std::common_type<A, B> {          \
+    using type = R;                        \
+  };                                       \
+  template <>                              \
+  struct std::common_type<B, A> {          \
+    using type = R;                        \
+  };
+FUSE_HALF_COMMON(__half, float, float)
+FUSE_HALF_COMMON(__half, double, double)
+FUSE_HALF_COMMON(__nv_bfloat16, float, float)
+FUSE_HALF_COMMON(__nv_bfloat16, double, double)
+FUSE_HALF_COMMON(__half, __nv_bfloat16, float)
+#undef FUSE_HALF_COMMON

@@ -1,0 +1,81 @@
+// CUDA reductions and row kernels against the CPU executor (itself tested against double references).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+
+#include <fuse/fuse.hpp>
+
+namespace {
+
+template <std::size_t R>
+fuse::tensor<float, R> random_host(fuse::shape_t<R> s, unsigned seed, float lo = -4.f, float hi = 4.f) {
+  fuse::tensor<float, R> t(s);
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  for (fuse::index_t i = 0; i < t.size(); ++i) t.data()[i] = d(gen);
+  return t;
+}
+
+template <class T, std::size_t R>
+fuse::tensor<T, R> host_of(const fuse::device_tensor<T, R>& d) {
+  fuse::tensor<T, R> h(d.shape());
+  fuse::copy(h, d);
+  return h;
+}
+
+template <std::size_t R>
+void require_close(const fuse::tensor<float, R>& got, const fuse::tensor<float, R>& ref, double rel, double abs_tol) {
+  REQUIRE(got.shape() == ref.shape());
+  for (fuse::index_t i = 0; i < got.size(); ++i) {
+    const double g = got.data()[i], r = ref.data()[i];
+    if (std::isnan(r)) REQUIRE(std::isnan(g));
+    else REQUIRE(std::abs(g - r) <= rel * std::abs(r) + abs_tol);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cuda: softmax, layer_norm, rms_norm for warp- and block-per-row lengths") {
+  for (auto [m, n] : {std::pair<long, long>{1, 1}, {37, 33}, {300, 1024}, {5, 1025}, {3, 70001}}) {
+    auto hx = random_host<2>({m, n}, unsigned(m + n));
+    auto hg = random_host<1>({n}, 2, 0.5f, 1.5f);
+    auto hb = random_host<1>({n}, 3);
+    fuse::device_tensor<float, 2> x(m, n);
+    fuse::device_tensor<float, 1> g(n), b(n);
+    fuse::copy(x, hx), fuse::copy(g, hg), fuse::copy(b, hb);
+    require_close(host_of(fuse::eval(fuse::cuda{}, fuse::softmax(x, fuse::axis<-1>))), fuse::eval(fuse::softmax(hx, fuse::axis<-1>)), 1e-5, 1e-7);
+    require_close(host_of(fuse::eval(fuse::cuda{}, fuse::log_softmax(x, fuse::axis<-1>))), fuse::eval(fuse::log_softmax(hx, fuse::axis<-1>)), 1e-5, 1e-5);
+    require_close(host_of(fuse::eval(fuse::cuda{}, fuse::layer_norm(x, g, b))), fuse::eval(fuse::layer_norm(hx, hg, hb)), 1e-4, 1e-4);
+    require_close(host_of(fuse::eval(fuse::cuda{}, fuse::rms_norm(x, g))), fuse::eval(fuse::rms_norm(hx, hg)), 1e-5, 1e-6);
+    require_close(host_of(fuse::eval(fuse::cuda{}, fuse::max(x, fuse::axis<0>))), fuse::eval(fuse::max(hx, fuse::axis<0>)), 0, 0);
+  }
+}
+
+TEST_CASE("cuda: full reductions (two-stage) are accurate; empty extents give identities") {
+  const long n = (1 << 22) + 3;
+  auto hx = random_host<1>({n}, 4, 0.f, 1.f);
+  fuse::device_tensor<float, 1> x(n);
+  fuse::copy(x, hx);
+  double ref = 0;
+  for (long i = 0; i < n; ++i) ref += double(hx(i)) * hx(i);
+  const float got = fuse::eval(fuse::cuda{}, fuse::sum(x * x));
+  REQUIRE(std::abs(got - ref) / ref < 1e-6);
+  const float mx = fuse::eval(fuse::cuda{}, fuse::max(x));
+  REQUIRE(mx == fuse::eval(fuse::max(hx)));
+  fuse::device_tensor<float, 2> e(3, 0);
+  auto s = host_of(fuse::eval(fuse::cuda{}, fuse::sum(e, fuse::axis<-1>)));
+  for (long r = 0; r < 3; ++r) REQUIRE(s(r, 0) == 0.f);
+}
+
+TEST_CASE("cuda: bf16 softmax and layer_norm accumulate in fp32") {
+  const long m = 64, n = 1000;
+  auto hx = random_host<2>({m, n}, 5);
+  fuse::tensor<__nv_bfloat16, 2> hb(m, n);
+  fuse::tensor<float, 2> hxf(m, n);
+  for (long i = 0; i < hx.size(); ++i) hb.data()[i] = __float2bfloat16(hx.data()[i]), hxf.data()[i] = __bfloat162float(hb.data()[i]);
+  fuse::device_tensor<__nv_bfloat16, 2> x(m, n);
+  fuse::copy(x, hb);
+  auto y = host_of(fuse::eval(fuse::cuda{}, fuse::cast<float>(fuse::eval(fuse::cuda{}, fuse::softmax(x, fuse::axis<-1>)))));
+  require_close(y, fuse::eval(fuse::softmax(hxf, fuse::axis<-1>)), 1e-2, 1e-4);
+}
