@@ -6,20 +6,20 @@
 namespace fuse {
 
 namespace fn {
-#define FUSE_BINARY_FN(NAME, OP)                                                   \
+#define FUSE_BINARY_FN(NAME, OP, POLICY)                                           \
   struct NAME {                                                                    \
     static constexpr const char* name = #NAME;                                     \
     static constexpr int flops = 1;                                                \
-    using promotion = fuse::promotion::arith;                                      \
+    using promotion = fuse::promotion::POLICY;                                     \
     template <class A, class B>                                                    \
     FUSE_HOST_DEVICE FUSE_INLINE constexpr auto operator()(A a, B b) const {       \
       return a OP b;                                                               \
     }                                                                              \
   };
-FUSE_BINARY_FN(add, +)
-FUSE_BINARY_FN(sub, -)
-FUSE_BINARY_FN(mul, *)
-FUSE_BINARY_FN(div, /)
+FUSE_BINARY_FN(add, +, arith)
+FUSE_BINARY_FN(sub, -, arith)
+FUSE_BINARY_FN(mul, *, arith)
+FUSE_BINARY_FN(div, /, floating)  // true division, as NumPy: int / int gives double
 #undef FUSE_BINARY_FN
 
 struct neg {

@@ -45,8 +45,10 @@ struct pow {
   FUSE_HOST_DEVICE FUSE_INLINE T operator()(T a, T b) const {
     if constexpr (std::is_integral_v<T>) {  // integer power by squaring, as NumPy
       T r = 1;
-      for (T e = b; e > 0; e >>= 1, a *= a)
+      for (T e = b; e > 0; e >>= 1) {
         if (e & 1) r *= a;
+        if (e > 1) a *= a;  // not after the last bit: that square can overflow (UB) though unused
+      }
       return b < 0 ? T(0) : r;
     } else {
       using std::pow;

@@ -68,7 +68,7 @@ template <class It>
 void run_cpu(const cpu& exec, const It& it) {
   const index_t n = it.size();
   if (n == 0) return;
-  const int threads = static_cast<int>(std::clamp<index_t>(n / min_elements_per_thread, 1, exec.thread_count()));
+  [[maybe_unused]] const int threads = static_cast<int>(std::clamp<index_t>(n / min_elements_per_thread, 1, exec.thread_count()));
   auto body = [&](index_t t, index_t nt) {
     // Chunks on 16-element boundaries so that threads do not share cache lines.
     const index_t chunk = ((n + nt - 1) / nt + 15) & ~index_t(15);

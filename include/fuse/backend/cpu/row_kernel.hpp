@@ -202,7 +202,7 @@ void run_row_kernel(const cpu& exec, const It& it) {
   const index_t rows = it.rows();
   if (rows == 0) return;
   const index_t work = rows * std::max<index_t>(it.row_elements(), 1);
-  const int threads = static_cast<int>(std::clamp<index_t>(work / min_elements_per_thread, 1, exec.thread_count()));
+  [[maybe_unused]] const int threads = static_cast<int>(std::clamp<index_t>(work / min_elements_per_thread, 1, exec.thread_count()));
   auto body = [&](index_t t, index_t nt) {
     const index_t b = rows * t / nt, e = rows * (t + 1) / nt;
     if (it.unit) run_rows<true>(it, b, e);

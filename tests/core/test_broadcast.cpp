@@ -1,0 +1,246 @@
+// NumPy broadcasting: every pattern of extent-1 axes and missing leading axes on ranks 1-4,
+// stride-0 views, scalars, sizes that exercise SIMD tails and the thread split, transposed and
+// misaligned inputs and outputs, and empty tensors.
+#include "support.hpp"
+
+using namespace fuse_test;
+
+namespace {
+
+// The shape `full` with the axes in `ones` (bit d = axis d) set to 1 and the first `drop` axes removed.
+template <std::size_t R, std::size_t RA>
+shape<RA> derive(const shape<R>& full, unsigned ones) {
+  shape<RA> s{};
+  for (std::size_t j = 0; j < RA; ++j) {
+    const std::size_t d = R - RA + j;
+    s[j] = (ones >> d) & 1u ? 1 : full[d];
+  }
+  return s;
+}
+
+// a[sa] * b[sb] - a, evaluated with `exec`, against the double reference.
+template <std::size_t R, std::size_t RA, std::size_t RB, class Exec>
+void check_pair(const Exec& exec, const shape<R>& out, unsigned ma, unsigned mb, std::uint64_t seed) {
+  const auto sa = derive<R, RA>(out, ma);
+  const auto sb = derive<R, RB>(out, mb);
+  auto a = random_tensor<float, RA>(sa, seed);
+  auto b = random_tensor<float, RB>(sb, seed + 1);
+  CAPTURE(to_string(sa), to_string(sb));
+  auto e = a * b - a;
+  // The broadcast shape: each axis the larger of the two (1 only where both are 1).
+  shape<(RA > RB ? RA : RB)> want{};
+  constexpr std::size_t RO = RA > RB ? RA : RB;
+  for (std::size_t d = 0; d < RO; ++d) {
+    const index_t x = d + RA >= RO ? sa[d + RA - RO] : 1;
+    const index_t y = d + RB >= RO ? sb[d + RB - RO] : 1;
+    want[d] = x > y ? x : y;
+  }
+  REQUIRE(e.shape() == want);
+  auto t = fuse::eval(exec, e);
+  check_all(t, [&](const shape<RO>& i) {
+    const double av = at(a, broadcast_index(i, sa)), bv = at(b, broadcast_index(i, sb));
+    return av * bv - av;
+  });
+}
+
+template <std::size_t R, std::size_t RA, std::size_t RB, class Exec>
+void all_masks(const Exec& exec, const shape<R>& out) {
+  for (unsigned ma = 0; ma < (1u << R); ++ma)
+    for (unsigned mb = 0; mb < (1u << R); ++mb) check_pair<R, RA, RB>(exec, out, ma, mb, 1000 + ma * 37 + mb);
+}
+
+}  // namespace
+
+TEST_CASE("broadcast matrix: ranks 1-4, extents of 1 on either side, missing leading axes", "[core][broadcast]") {
+  const fuse::cpu exec{};
+  all_masks<1, 1, 1>(exec, shape<1>{7});
+  all_masks<2, 2, 2>(exec, shape<2>{3, 5});
+  all_masks<2, 2, 1>(exec, shape<2>{3, 5});
+  all_masks<2, 1, 2>(exec, shape<2>{3, 5});
+  all_masks<3, 3, 3>(exec, shape<3>{2, 3, 4});
+  all_masks<3, 3, 1>(exec, shape<3>{2, 3, 4});
+  all_masks<3, 2, 3>(exec, shape<3>{2, 3, 4});
+  all_masks<4, 4, 4>(exec, shape<4>{2, 3, 4, 5});
+  all_masks<4, 4, 2>(exec, shape<4>{2, 3, 4, 5});
+  all_masks<4, 1, 4>(exec, shape<4>{2, 3, 4, 5});
+  all_masks<4, 3, 4>(exec, shape<4>{3, 2, 1, 17});
+}
+
+TEST_CASE("broadcast: one thread and eager give the same results", "[core][broadcast]") {
+  all_masks<3, 3, 2>(fuse::cpu{.threads = 1}, shape<3>{3, 4, 5});
+  all_masks<3, 3, 3>(fuse::eager(fuse::cpu{}), shape<3>{2, 3, 4});
+  all_masks<2, 1, 2>(fuse::eager(fuse::cpu{.threads = 1}), shape<2>{4, 6});
+}
+
+TEST_CASE("broadcast: scalar operands of every side and kind", "[core][broadcast]") {
+  auto x = random_tensor<float, 3>({2, 3, 5}, 201);
+  check_all(fuse::eval(2.5f - x), [&](const shape<3>& i) { return 2.5 - at(x, i); });
+  check_all(fuse::eval(x / 4), [&](const shape<3>& i) { return at(x, i) / 4.0; });
+  check_all(fuse::eval(3.0 * x + 1), [&](const shape<3>& i) { return 3.0 * at(x, i) + 1.0; });
+  check_all(fuse::eval(fuse::where(x > 0.f, 1, -1) * x), [&](const shape<3>& i) { return std::fabs(at(x, i)); });
+  // A rank-0 tensor is an operand like any other.
+  fuse::tensor<float, 0> s{fuse::shape_t<0>{}};
+  *s.data() = -1.75f;
+  check_all(fuse::eval(x * s), [&](const shape<3>& i) { return -1.75 * at(x, i); });
+}
+
+TEST_CASE("broadcast: stride-0 views as operands", "[core][broadcast]") {
+  const index_t m = 37, n = 19;
+  std::vector<double> buf(std::size_t(m * n));
+  fill_random(buf.data(), index_t(buf.size()), 202);
+  auto x = random_tensor<double, 3>({3, m, n}, 203);
+  // A row stretched along axis 0 by a zero stride, a column stretched along axis 1, and a value.
+  auto rows = fuse::view(buf.data(), shape<2>{m, n}, shape<2>{0, 1});
+  auto cols = fuse::view(buf.data() + 2, shape<2>{m, n}, shape<2>{n, 0});
+  auto one = fuse::view(buf.data() + 7, shape<3>{3, m, n}, shape<3>{0, 0, 0});
+  auto y = fuse::eval(x * rows + cols - one);
+  check_all(y, [&](const shape<3>& i) {
+    return at(x, i) * buf[std::size_t(i[2])] + buf[std::size_t(2 + i[1] * n)] - buf[7];
+  });
+  // Stride 0 on an extent-1 axis of an operand is the same as any stride.
+  auto flat = fuse::view(buf.data(), shape<3>{1, m, n}, shape<3>{0, n, 1});
+  check_all(fuse::eval(x - flat), [&](const shape<3>& i) { return at(x, i) - buf[std::size_t(i[1] * n + i[2])]; });
+}
+
+TEST_CASE("broadcast: odd sizes (SIMD tails, thread split)", "[core][broadcast]") {
+  for (index_t n : {1, 2, 3, 15, 17, 31, 33, 1023, 4097, 32767, 32768, 65537, 100003}) {
+    CAPTURE(n);
+    auto a = random_tensor<float, 1>({n}, 204 + std::uint64_t(n));
+    auto b = random_tensor<float, 1>({n}, 205 + std::uint64_t(n));
+    for (int threads : {0, 1, 2, 3}) {
+      CAPTURE(threads);
+      fuse::tensor<float, 1> y(n);
+      fuse::assign(fuse::cpu{.threads = threads}, y, a * b + 0.5f);
+      check_all(y, [&](const shape<1>& i) { return at(a, i) * at(b, i) + 0.5; });
+    }
+    // Broadcasting a rank-1 vector across rows of a [3, n] / [n, 3] matrix.
+    auto m = random_tensor<float, 2>({3, n}, 206);
+    check_all(fuse::eval(m - a), [&](const shape<2>& i) { return at(m, i) - at(a, shape<1>{i[1]}); });
+    auto c = fuse::reshape(a, n, 1);
+    auto row3 = random_tensor<float, 1>({3}, 207);
+    check_all(fuse::eval(c * row3), [&](const shape<2>& i) { return at(a, shape<1>{i[0]}) * at(row3, shape<1>{i[1]}); });
+  }
+}
+
+TEST_CASE("broadcast: large 2-D shapes split across threads", "[core][broadcast]") {
+  const shape<2> s{301, 517};
+  auto x = random_tensor<float, 2>(s, 208);
+  auto col = random_tensor<float, 2>({301, 1}, 209);
+  auto row = random_tensor<float, 1>({517}, 210);
+  for (int threads : {0, 1, 2, 5}) {
+    CAPTURE(threads);
+    const fuse::cpu exec{.threads = threads};
+    auto y = fuse::eval(exec, x * col + row);
+    check_all(y, [&](const shape<2>& i) { return at(x, i) * at(col, shape<2>{i[0], 0}) + at(row, shape<1>{i[1]}); });
+    // Outer product of a column and a row: neither operand has the full shape.
+    auto o = fuse::eval(exec, col - row);
+    CHECK(o.shape() == s);
+    check_all(o, [&](const shape<2>& i) { return at(col, shape<2>{i[0], 0}) - at(row, shape<1>{i[1]}); });
+    // Transposed input (non-unit inner stride) at this size.
+    auto xt = random_tensor<float, 2>({517, 301}, 211);
+    auto z = fuse::eval(exec, fuse::transpose(xt) + x);
+    check_all(z, [&](const shape<2>& i) { return at(xt, shape<2>{i[1], i[0]}) + at(x, i); });
+  }
+  // A rank-3 thread split over [7, 301, 517]/[301, 1]: the row offset of every thread's start.
+  auto big = random_tensor<float, 3>({7, 61, 517}, 212);
+  auto c3 = random_tensor<float, 2>({61, 1}, 213);
+  auto w = fuse::eval(fuse::cpu{.threads = 3}, big / c3);
+  check_all(w, [&](const shape<3>& i) { return at(big, i) / at(c3, shape<2>{i[1], 0}); }, 1e-6);
+}
+
+TEST_CASE("broadcast: transposed, padded, strided, reversed and misaligned inputs", "[core][broadcast]") {
+  for (const shape<2> s : {shape<2>{1, 1}, shape<2>{3, 17}, shape<2>{17, 3}, shape<2>{33, 129}, shape<2>{301, 517}}) {
+    for (layout la : all_layouts) {
+      for (layout lb : {layout::contiguous, layout::misaligned, layout::transposed}) {
+        CAPTURE(to_string(s), name(la), name(lb));
+        buffer<float, 2> a(s, la, sentinel<float>());
+        a.fill_random(214);
+        buffer<float, 1> b(shape<1>{s[1]}, lb == layout::transposed ? layout::reversed : lb, sentinel<float>());
+        b.fill_random(215);
+        auto av = a.cview();
+        auto bv = b.cview();
+        auto y = fuse::eval(av * 2.f - bv);
+        check_all(y, [&](const shape<2>& i) { return 2.0 * at(av, i) - at(bv, shape<1>{i[1]}); });
+      }
+    }
+  }
+}
+
+TEST_CASE("broadcast: transposed, padded, strided, reversed and misaligned outputs", "[core][broadcast]") {
+  for (const shape<2> s : {shape<2>{1, 1}, shape<2>{3, 17}, shape<2>{17, 3}, shape<2>{33, 129}, shape<2>{301, 517}}) {
+    auto x = random_tensor<float, 2>(s, 216);
+    auto r = random_tensor<float, 1>({s[1]}, 217);
+    for (layout l : all_layouts) {
+      CAPTURE(to_string(s), name(l));
+      buffer<float, 2> out(s, l, sentinel<float>());
+      auto y = out.view();
+      y = x - r;
+      check_all(y, [&](const shape<2>& i) { return at(x, i) - at(r, shape<1>{i[1]}); });
+      CHECK(out.touched_outside() == 0);
+      // Both sides strided the same way, and a scalar fill.
+      buffer<float, 2> in(s, l, 0.f);
+      in.fill_random(218);
+      fuse::assign(fuse::cpu{.threads = 1}, y, in.cview() + r);
+      check_all(y, [&](const shape<2>& i) { return at(in.cview(), i) + at(r, shape<1>{i[1]}); });
+      y = 3.5f;
+      check_all(y, [](const shape<2>&) { return 3.5; });
+      CHECK(out.touched_outside() == 0);
+      CHECK(out.untouched_inside() == 0);
+    }
+  }
+}
+
+TEST_CASE("broadcast: rank-4 outputs with strided layouts and threads", "[core][broadcast]") {
+  const shape<4> s{3, 5, 7, 331};  // 34755 elements: two threads
+  auto a = random_tensor<double, 4>({3, 1, 7, 331}, 219);
+  auto b = random_tensor<double, 3>({5, 1, 1}, 220);
+  for (layout l : all_layouts) {
+    CAPTURE(name(l));
+    buffer<double, 4> out(s, l, sentinel<double>());
+    fuse::assign(out.view(), a + b * a);
+    check_all(out.view(), [&](const shape<4>& i) {
+      const double av = at(a, shape<4>{i[0], 0, i[2], i[3]});
+      return av + at(b, shape<3>{i[1], 0, 0}) * av;
+    });
+    CHECK(out.touched_outside() == 0);
+  }
+}
+
+TEST_CASE("broadcast: empty tensors do nothing and do not crash", "[core][broadcast][empty]") {
+  fuse::tensor<float, 2> a(0, 5);
+  auto b = random_tensor<float, 1>({5}, 221);
+  auto e = a + b;
+  CHECK(e.shape() == shape<2>{0, 5});
+  auto t = fuse::eval(e);
+  CHECK(t.shape() == shape<2>{0, 5});
+  CHECK(t.size() == 0);
+
+  fuse::tensor<float, 2> c(3, 0);
+  fuse::tensor<float, 1> z(0);
+  CHECK(fuse::eval(c * z).shape() == shape<2>{3, 0});
+  CHECK(fuse::eval(fuse::cpu{.threads = 1}, c - 1.f).shape() == shape<2>{3, 0});
+  CHECK(fuse::eval(fuse::eager(fuse::cpu{}), fuse::exp(c) * 2.f + c).shape() == shape<2>{3, 0});
+  // [3, 0] with a [1] operand and a [3, 1] operand: still [3, 0].
+  fuse::tensor<float, 1> one(1);
+  *one.data() = 2.f;
+  auto col = random_tensor<float, 2>({3, 1}, 222);
+  CHECK((c + one + col).shape() == shape<2>{3, 0});
+  fuse::assign(c, c + one + col);
+  c = 0.f;
+  // Empty destinations and views over null pointers.
+  fuse::assign(fuse::view(static_cast<float*>(nullptr), 0), 1.f);
+  fuse::assign(fuse::view(static_cast<float*>(nullptr), 4, 0), z);
+  fuse::assign(fuse::view(static_cast<float*>(nullptr), 4, 0), one * 3.f);
+  // As NumPy: a [5] cannot be written into [4, 0] (5 does not stretch to 0).
+  CHECK_THROWS_AS(fuse::assign(fuse::view(static_cast<float*>(nullptr), 4, 0), b), fuse::shape_error);
+}
+
+TEST_CASE("broadcast: an extent of 0 does not stretch against another extent", "[core][broadcast][empty][errors]") {
+  fuse::tensor<float, 1> z(0);
+  auto x = random_tensor<float, 1>({3}, 223);
+  CHECK_THROWS_AS(z + x, fuse::shape_error);
+  fuse::tensor<float, 2> e(0, 4);
+  CHECK_THROWS_AS(e + x, fuse::shape_error);
+  fuse::tensor<float, 2> y(2, 3);
+  CHECK_THROWS_AS(fuse::assign(y, z), fuse::shape_error);
+}

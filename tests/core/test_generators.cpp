@@ -1,0 +1,260 @@
+// Generators (full, iota, take) and the type rules of expressions (NumPy 2 promotion, bool).
+#include "support.hpp"
+
+#include <limits>
+
+using namespace fuse_test;
+
+TEST_CASE("full: a constant expression of the value's type", "[core][generators]") {
+  auto f = fuse::full(shape<2>{3, 7}, 2.5f);
+  static_assert(fuse::expression<decltype(f)>);
+  static_assert(std::is_same_v<decltype(f)::value_type, float>);
+  static_assert(decltype(f)::rank == 2);
+  CHECK(f.shape() == shape<2>{3, 7});
+  check_all(fuse::eval(f), [](const shape<2>&) { return 2.5; });
+  auto i = fuse::full(shape<1>{5}, 3);
+  static_assert(std::is_same_v<decltype(i)::value_type, int>);
+  auto x = random_tensor<float, 2>({3, 7}, 401);
+  // full is a strong operand: float + full<double> promotes to double (common_type).
+  auto y = fuse::eval(x * fuse::full(shape<1>{7}, -1.5) + i.shape()[0]);
+  static_assert(std::is_same_v<decltype(y)::value_type, double>);
+  check_all(y, [&](const shape<2>& k) { return at(x, k) * -1.5 + 5.0; });
+  // full broadcasts like any operand and has no memory of its own.
+  auto z = fuse::eval(fuse::full(shape<3>{2, 1, 7}, 0.5f) - x);
+  CHECK(z.shape() == shape<3>{2, 3, 7});
+  check_all(z, [&](const shape<3>& k) { return 0.5 - at(x, shape<2>{k[1], k[2]}); });
+  fuse::tensor<float, 2> w(3, 7);
+  w = fuse::full(shape<2>{1, 7}, 9.f);
+  check_all(w, [](const shape<2>&) { return 9.0; });
+  CHECK(fuse::eval(fuse::full(shape<2>{0, 4}, 1.f)).size() == 0);
+}
+
+TEST_CASE("iota<k>: the index along axis k", "[core][generators]") {
+  const shape<3> s{4, 5, 6};
+  auto i0 = fuse::iota<0>(s);
+  static_assert(std::is_same_v<decltype(i0)::value_type, fuse::index_t>);
+  CHECK(i0.shape() == s);
+  check_all(fuse::eval(i0), [](const shape<3>& i) { return double(i[0]); });
+  check_all(fuse::eval(fuse::iota<1>(s)), [](const shape<3>& i) { return double(i[1]); });
+  check_all(fuse::eval(fuse::iota<2>(s)), [](const shape<3>& i) { return double(i[2]); });
+  check_all(fuse::eval(fuse::iota<-1>(s)), [](const shape<3>& i) { return double(i[2]); });
+  check_all(fuse::eval(fuse::iota<-3>(s)), [](const shape<3>& i) { return double(i[0]); });
+  // A flat index from iotas, over a thread-split size.
+  const shape<2> big{301, 517};
+  auto flat = fuse::eval(fuse::iota<0>(big) * 517 + fuse::iota<1>(big));
+  check_all(flat, [](const shape<2>& i) { return double(i[0] * 517 + i[1]); });
+  // Into a strided (transposed) destination.
+  fuse::tensor<fuse::index_t, 2> t(6, 4);
+  fuse::transpose(t) = fuse::iota<0>(shape<2>{4, 6}) * 10 + fuse::iota<1>(shape<2>{4, 6});
+  check_all(t, [](const shape<2>& i) { return double(i[1] * 10 + i[0]); });
+}
+
+TEST_CASE("iota: a causal mask with where", "[core][generators]") {
+  for (index_t n : {1, 5, 17, 200}) {
+    CAPTURE(n);
+    const shape<2> s{n, n};
+    auto scores = random_tensor<float, 2>(s, 402);
+    const float ninf = -std::numeric_limits<float>::infinity();
+    auto masked = fuse::eval(fuse::where(fuse::iota<1>(s) <= fuse::iota<0>(s), scores, ninf));
+    static_assert(std::is_same_v<decltype(masked)::value_type, float>);
+    check_all(masked, [&](const shape<2>& i) { return i[1] <= i[0] ? at(scores, i) : -INFINITY; });
+    // Batched: a [n, n] mask broadcast over [3, n, n] scores, via the eager executor too.
+    auto batch = random_tensor<float, 3>({3, n, n}, 403);
+    auto e = fuse::where(fuse::iota<1>(s) > fuse::iota<0>(s), 0.f, batch * 2.f);
+    check_all(fuse::eval(e), [&](const shape<3>& i) { return i[2] > i[1] ? 0.0 : 2.0 * at(batch, i); });
+    check_all(fuse::eval(fuse::eager(fuse::cpu{}), e), [&](const shape<3>& i) { return i[2] > i[1] ? 0.0 : 2.0 * at(batch, i); });
+  }
+}
+
+namespace {
+template <class I, std::size_t RI>
+void check_take(const shape<RI>& is, index_t V, index_t D, std::uint64_t seed) {
+  auto table = random_tensor<float, 2>({V, D}, seed);
+  fuse::tensor<I, RI> idx(is);
+  std::mt19937_64 g(seed + 1);
+  for (index_t k = 0; k < idx.size(); ++k) idx.data()[k] = static_cast<I>(std::uniform_int_distribution<index_t>(0, V - 1)(g));
+  auto e = fuse::take(table, idx);
+  constexpr std::size_t RO = RI + 1;
+  static_assert(decltype(e)::rank == RO);
+  static_assert(std::is_same_v<typename decltype(e)::value_type, float>);
+  shape<RO> want{};
+  for (std::size_t d = 0; d < RI; ++d) want[d] = is[d];
+  want[RI] = D;
+  REQUIRE(e.shape() == want);
+  auto ref = [&](const shape<RO>& o) {
+    shape<RI> ii{};
+    for (std::size_t d = 0; d < RI; ++d) ii[d] = o[d];
+    return at(table, shape<2>{index_t(at(idx, ii)), o[RI]});
+  };
+  check_all(fuse::eval(e), ref);
+  check_all(fuse::eval(fuse::cpu{.threads = 1}, e), ref);
+  // Inside an expression (an embedding plus a position bias), fused and eager.
+  auto bias = random_tensor<float, 1>({D}, seed + 2);
+  auto ref2 = [&](const shape<RO>& o) { return ref(o) * 2.0 + at(bias, shape<1>{o[RI]}); };
+  check_all(fuse::eval(fuse::take(table, idx) * 2.f + bias), ref2);
+  check_all(fuse::eval(fuse::eager(fuse::cpu{}), fuse::take(table, idx) * 2.f + bias), ref2);
+}
+}  // namespace
+
+TEST_CASE("take: embedding lookup with int32 and int64 indices of rank 1 and 2", "[core][generators][take]") {
+  check_take<std::int32_t, 1>(shape<1>{9}, 50, 16, 404);
+  check_take<std::int64_t, 1>(shape<1>{9}, 50, 16, 405);
+  check_take<std::int32_t, 2>(shape<2>{3, 7}, 11, 33, 406);
+  check_take<std::int64_t, 2>(shape<2>{3, 7}, 11, 33, 407);
+  check_take<std::uint8_t, 1>(shape<1>{100}, 7, 3, 408);
+  check_take<std::int16_t, 2>(shape<2>{4, 1}, 3, 1, 409);
+  check_take<std::int32_t, 1>(shape<1>{1}, 1, 1, 410);
+  check_take<std::int64_t, 2>(shape<2>{17, 64}, 1000, 40, 411);  // 43520 elements: threads
+  check_take<std::int32_t, 1>(shape<1>{0}, 5, 8, 412);            // no rows
+}
+
+TEST_CASE("take: rank-1 and rank-3 tables, strided tables and indices", "[core][generators][take]") {
+  auto t1 = random_tensor<double, 1>({20}, 413);
+  std::vector<std::int64_t> ids = {19, 0, 3, 3, 7, 18};
+  auto g1 = fuse::eval(fuse::take(t1, fuse::view(ids)));
+  CHECK(g1.shape() == shape<1>{6});
+  check_all(g1, [&](const shape<1>& i) { return at(t1, shape<1>{ids[std::size_t(i[0])]}); });
+
+  auto t3 = random_tensor<float, 3>({6, 3, 4}, 414);
+  std::vector<int> id2 = {5, 0, 2, 2};
+  auto g3 = fuse::eval(fuse::take(t3, fuse::view(id2.data(), 2, 2)));
+  CHECK(g3.shape() == shape<4>{2, 2, 3, 4});
+  check_all(g3, [&](const shape<4>& i) { return at(t3, shape<3>{id2[std::size_t(i[0] * 2 + i[1])], i[2], i[3]}); });
+
+  // The rows of a transposed table (table = x^T, [8, 5]) and every other index.
+  auto x = random_tensor<float, 2>({5, 8}, 415);
+  std::vector<int> id3 = {7, 99, 1, 99, 4, 99};
+  auto stepped = fuse::slice<0>(fuse::view(id3), 0, 6, 2);
+  auto g = fuse::eval(fuse::take(fuse::transpose(x), stepped));
+  CHECK(g.shape() == shape<2>{3, 5});
+  check_all(g, [&](const shape<2>& i) { return at(x, shape<2>{i[1], id3[std::size_t(2 * i[0])]}); });
+
+  // Writing the gathered rows into a slice of the table itself (overlap through an index).
+  auto tab = random_tensor<float, 2>({6, 4}, 416);
+  const auto tab0 = tab;
+  std::vector<int> perm = {5, 4, 3, 2, 1, 0};
+  tab = fuse::take(tab, fuse::view(perm));
+  check_all(tab, [&](const shape<2>& i) { return at(tab0, shape<2>{5 - i[0], i[1]}); });
+}
+
+TEST_CASE("take: a destination inside the table gives the fresh-tensor result", "[core][generators][take][alias]") {
+  const index_t V = 9, D = 5;
+  SECTION("rows shifted down by one: table[1:] = take(table, [0, 1, ..., V-2])") {
+    auto tab = random_tensor<float, 2>({V, D}, 430);
+    const auto tab0 = tab;
+    std::vector<int> idx(std::size_t(V - 1));
+    for (std::size_t k = 0; k < idx.size(); ++k) idx[k] = int(k);
+    fuse::slice<0>(tab, 1, V) = fuse::take(tab, fuse::view(idx));
+    check_all(tab, [&](const shape<2>& i) { return at(tab0, shape<2>{i[0] == 0 ? 0 : i[0] - 1, i[1]}); });
+  }
+  SECTION("a single row written from other rows of its own table") {
+    auto tab = random_tensor<float, 2>({V, D}, 431);
+    const auto tab0 = tab;
+    std::vector<std::int64_t> idx = {3};
+    fuse::slice<0>(tab, 4, 5) = fuse::take(tab, fuse::view(idx)) * 2.f;
+    check_all(tab, [&](const shape<2>& i) { return i[0] == 4 ? 2.0 * at(tab0, shape<2>{3, i[1]}) : at(tab0, i); });
+  }
+  SECTION("a table with a negative row stride (rows reversed) into its own first rows") {
+    std::vector<float> buf(std::size_t(V * D));
+    fill_random(buf.data(), V * D, 432);
+    const auto buf0 = buf;
+    auto table = fuse::view(buf.data() + (V - 1) * D, shape<2>{V, D}, shape<2>{-D, 1});  // row r = buf row V-1-r
+    std::vector<int> idx = {V - 2, V - 1};  // buf rows 1 and 0
+    fuse::view(buf.data(), 2, D) = fuse::take(table, fuse::view(idx));
+    for_each_index<2>({V, D}, [&](const shape<2>& i) {
+      const index_t src = i[0] == 0 ? 1 : i[0] == 1 ? 0 : i[0];
+      REQUIRE(buf[std::size_t(i[0] * D + i[1])] == buf0[std::size_t(src * D + i[1])]);
+    });
+  }
+}
+
+TEST_CASE("take: an index out of range throws index_error before anything is written", "[core][generators][take][errors]") {
+  auto table = random_tensor<float, 2>({10, 4}, 417);
+  fuse::tensor<float, 2> y(5, 4);
+  fill_value(y, sentinel<float>());
+  static_assert(std::is_base_of_v<std::out_of_range, fuse::index_error>);
+  for (std::int64_t badv : {std::int64_t{10}, std::int64_t{-1}, std::int64_t{1} << 40, std::numeric_limits<std::int64_t>::min()}) {
+    CAPTURE(badv);
+    for (std::size_t pos : {std::size_t{0}, std::size_t{4}}) {
+      std::vector<std::int64_t> idx = {1, 2, 3, 4, 5};
+      idx[pos] = badv;
+      CHECK_THROWS_AS(y = fuse::take(table, fuse::view(idx)), fuse::index_error);
+      CHECK_THROWS_AS(fuse::assign(fuse::cpu{.threads = 1}, y, fuse::take(table, fuse::view(idx)) + 1.f), fuse::index_error);
+      CHECK_THROWS_AS(fuse::assign(fuse::eager(fuse::cpu{}), y, fuse::exp(fuse::take(table, fuse::view(idx))) * 2.f), fuse::index_error);
+      CHECK_THROWS_AS(fuse::eval(fuse::take(table, fuse::view(idx))), fuse::index_error);
+    }
+  }
+  std::vector<std::int32_t> i32 = {0, 9, 10, 1, 1};
+  CHECK_THROWS_AS(y = fuse::take(table, fuse::view(i32)), fuse::index_error);
+  check_all(y, [](const shape<2>&) { return double(sentinel<float>()); });
+  // The boundary values are fine.
+  std::vector<std::int32_t> okv = {0, 9, 9, 0, 5};
+  y = fuse::take(table, fuse::view(okv));
+  check_all(y, [&](const shape<2>& i) { return at(table, shape<2>{okv[std::size_t(i[0])], i[1]}); });
+}
+
+TEST_CASE("type promotion follows NumPy 2", "[core][promotion]") {
+  auto f = random_tensor<float, 2>({3, 5}, 418);
+  auto d = random_tensor<double, 2>({3, 5}, 419);
+  auto i = random_tensor<int, 2>({3, 5}, 420);
+  auto l = random_tensor<std::int64_t, 1>({5}, 421);
+  auto c = random_tensor<std::int8_t, 1>({5}, 422);
+
+  // A scalar of the same kind adopts the tensor's type.
+  static_assert(std::is_same_v<decltype(f * 2.0)::value_type, float>);
+  static_assert(std::is_same_v<decltype(2.0 * f)::value_type, float>);
+  static_assert(std::is_same_v<decltype(f + 1)::value_type, float>);
+  static_assert(std::is_same_v<decltype(i * 2)::value_type, int>);
+  static_assert(std::is_same_v<decltype(c + 100)::value_type, std::int8_t>);
+  static_assert(std::is_same_v<decltype(d * 2.f)::value_type, double>);
+  // A floating scalar with an integer tensor gives double.
+  static_assert(std::is_same_v<decltype(i * 2.0)::value_type, double>);
+  static_assert(std::is_same_v<decltype(i * 2.f)::value_type, double>);
+  static_assert(std::is_same_v<decltype(c - 0.5)::value_type, double>);
+  // Two tensors combine by common_type.
+  static_assert(std::is_same_v<decltype(i + f)::value_type, float>);
+  static_assert(std::is_same_v<decltype(f + d)::value_type, double>);
+  static_assert(std::is_same_v<decltype(i + l)::value_type, std::int64_t>);
+  static_assert(std::is_same_v<decltype(f * i + 2.0)::value_type, float>);
+  // Comparisons give bool; floating functions of integers give double.
+  static_assert(std::is_same_v<decltype(f < 0.5)::value_type, bool>);
+  static_assert(std::is_same_v<decltype(i == f)::value_type, bool>);
+  static_assert(std::is_same_v<decltype(fuse::exp(i))::value_type, double>);
+  static_assert(std::is_same_v<decltype(fuse::sqrt(l))::value_type, double>);
+  static_assert(std::is_same_v<decltype(fuse::exp(f))::value_type, float>);
+  static_assert(std::is_same_v<decltype(fuse::eval(i * 2.5)), fuse::tensor<double, 2>>);
+
+  // The values agree with the promoted arithmetic.
+  check_all(fuse::eval(i * 2.5), [&](const shape<2>& k) { return at(i, k) * 2.5; });
+  check_all(fuse::eval(i * 0.1f), [&](const shape<2>& k) { return at(i, k) * double(0.1f); }, 1e-15);
+  check_all(fuse::eval(i + f), [&](const shape<2>& k) { return double(float(at(i, k)) + float(at(f, k))); }, 0.0);
+  check_all(fuse::eval(i < f), [&](const shape<2>& k) { return at(i, k) < at(f, k) ? 1.0 : 0.0; });
+  check_all(fuse::eval(fuse::exp(i)), [&](const shape<2>& k) { return std::exp(at(i, k)); }, 1e-13);
+  check_all(fuse::eval(f * 0.1), [&](const shape<2>& k) { return double(float(at(f, k) * double(0.1f))); }, 1e-6);
+  check_all(fuse::eval(i / 2), [&](const shape<2>& k) { return double(int(at(i, k)) / 2); });
+  // An int8 tensor with an in-range int scalar stays int8 and wraps nothing here.
+  check_all(fuse::eval(c + 3), [&](const shape<1>& k) { return at(c, k) + 3.0; });
+}
+
+TEST_CASE("bool tensors: comparisons, logic, where, arithmetic with integers", "[core][promotion][bool]") {
+  auto x = random_tensor<float, 2>({4, 33}, 423);
+  auto y = random_tensor<float, 1>({33}, 424);
+  auto pos = fuse::eval(x > 0.f);
+  static_assert(std::is_same_v<decltype(pos), fuse::tensor<bool, 2>>);
+  check_all(pos, [&](const shape<2>& i) { return at(x, i) > 0.0; });
+  fuse::tensor<bool, 2> both(4, 33);
+  both = pos && (y < 0.f);
+  check_all(both, [&](const shape<2>& i) { return at(x, i) > 0.0 && at(y, shape<1>{i[1]}) < 0.0; });
+  auto either = fuse::eval(pos || !(x <= y));
+  static_assert(std::is_same_v<decltype(either)::value_type, bool>);
+  check_all(either, [&](const shape<2>& i) { return at(x, i) > 0.0 || at(x, i) > at(y, shape<1>{i[1]}); });
+  check_all(fuse::eval(fuse::where(pos, x, 0.f)), [&](const shape<2>& i) { return at(x, i) > 0 ? at(x, i) : 0.0; });
+  check_all(fuse::eval(pos == both), [&](const shape<2>& i) { return (at(pos, i) == at(both, i)) ? 1.0 : 0.0; });
+  // bool with an integer scalar counts (NumPy: bool array + 1 is an integer array).
+  auto cnt = fuse::eval(pos + 1);
+  static_assert(std::is_integral_v<decltype(cnt)::value_type> && !std::is_same_v<decltype(cnt)::value_type, bool>);
+  check_all(cnt, [&](const shape<2>& i) { return at(pos, i) + 1.0; });
+  auto mixed = fuse::eval(fuse::cast<float>(pos) * x);
+  static_assert(std::is_same_v<decltype(mixed)::value_type, float>);
+  check_all(mixed, [&](const shape<2>& i) { return at(pos, i) * at(x, i); });
+}
