@@ -1,0 +1,107 @@
+// fuse::map with user callables (unary, binary, ternary, capturing state, changing the type), and a
+// user's hand-written layer (GELU over a named, reused subexpression) against the library's.
+#include "ops/ops_support.hpp"
+
+#include <array>
+
+namespace {
+using namespace ops_test;
+using fuse::index_t;
+}  // namespace
+
+TEMPLATE_TEST_CASE("fuse::map applies user lambdas elementwise", "[ops][map]", float, double) {
+  using T = TestType;
+  for (index_t n : odd_sizes) {
+    fuse::tensor<T, 1> a(n), b(n), c(n);
+    fill_random(a, -4, 4);
+    fill_random(b, -4, 4);
+    fill_random(c, 0.5, 2);
+    const std::string tn = type_name<T>() + " ";
+
+    {  // unary
+      auto e = fuse::map([](T v) { return v * v * v - v; }, a);
+      static_assert(std::is_same_v<typename decltype(e)::value_type, T>);
+      check_all_executors(e, [&](index_t i) { T v = a(i); return double(v * v * v - v); },
+                          tol{4 * double(std::numeric_limits<T>::epsilon()), 64 * double(std::numeric_limits<T>::epsilon())},
+                          tn + size_label("map(v^3 - v)", n));
+    }
+    {  // binary
+      auto e = fuse::map([](T x, T y) { return x > y ? x - y : y * T(0.5); }, a, b);
+      check_all_executors(e, [&](index_t i) { return double(a(i) > b(i) ? T(a(i) - b(i)) : T(b(i) * T(0.5))); }, tol{},
+                          tn + size_label("map(x > y ? x - y : y / 2)", n));
+    }
+    {  // ternary
+      auto e = fuse::map([](T x, T y, T z) { return (x + y) / z; }, a, b, c);
+      check_all_executors(e, [&](index_t i) { return double(T(a(i) + b(i)) / c(i)); }, tol{},
+                          tn + size_label("map((x + y) / z)", n));
+    }
+    {  // capturing state by value and by reference
+      const T scale = T(1.75), shift = T(-0.5);
+      const std::array<T, 4> table{T(1), T(-2), T(3), T(-4)};
+      auto e = fuse::map([scale, shift, &table](T x) { return scale * x + shift + table[x > 0 ? 1 : 3]; }, a);
+      check_all_executors(e, [&](index_t i) { return double(scale) * a(i) + double(shift) + double(table[a(i) > 0 ? 1 : 3]); },
+                          tol{4 * double(std::numeric_limits<T>::epsilon()), 32 * double(std::numeric_limits<T>::epsilon())},
+                          tn + size_label("map(captures)", n));
+    }
+    {  // changing the type: the result type is the lambda's
+      auto e = fuse::map([](T x) { return static_cast<std::int32_t>(x * 10); }, a);
+      static_assert(std::is_same_v<typename decltype(e)::value_type, std::int32_t>);
+      check_all_executors(e, [&](index_t i) { return double(static_cast<std::int32_t>(a(i) * 10)); }, tol{},
+                          tn + size_label("map(int(10 x))", n));
+      auto p = fuse::map([](T x, T y) { return x * y > T(1); }, a, b);
+      static_assert(std::is_same_v<typename decltype(p)::value_type, bool>);
+      check_all_executors(p, [&](index_t i) { return a(i) * b(i) > T(1) ? 1.0 : 0.0; }, tol{},
+                          tn + size_label("map(x * y > 1)", n));
+    }
+    {  // inside a larger expression, with scalars and library functions
+      auto e = fuse::exp(fuse::map([](T x, double s) { return x * T(s); }, a, 0.25)) - fuse::map([](T y) { return y; }, b);
+      check_all_executors(e, [&](index_t i) { return std::exp(double(a(i)) * 0.25) - double(b(i)); },
+                          tol{16 * double(std::numeric_limits<T>::epsilon()), 16 * double(std::numeric_limits<T>::epsilon())},
+                          tn + size_label("exp(map(x * 0.25)) - map(y)", n));
+    }
+  }
+}
+
+TEST_CASE("fuse::map broadcasts its operands", "[ops][map][broadcast]") {
+  const index_t m = 33, n = 7;
+  auto x = random_tensor<float>(-4, 4, m, n);
+  auto row = random_tensor<float>(-4, 4, n);
+  auto col = random_tensor<double>(-4, 4, m, 1);
+  auto e = fuse::map([](float v, float r, double c) { return double(v * r) + c; }, x, row, col);
+  static_assert(std::is_same_v<decltype(e)::value_type, double>);
+  REQUIRE(e.shape() == fuse::shape_t<2>{m, n});
+  check_all_executors(e, [&](index_t k) { return double(x.data()[k] * row(k % n)) + col(k / n, 0); }, tol{},
+                      "map over (m, n), (n), (m, 1)");
+}
+
+TEST_CASE("fuse::map of a transposed view and of a generator", "[ops][map][view]") {
+  auto x = random_tensor<double>(-4, 4, 5, 9);
+  auto e = fuse::map([](double v, fuse::index_t j) { return v * double(j); }, fuse::transpose(x),
+                     fuse::iota<1>(fuse::shape_t<2>{9, 5}));
+  check_all_executors(e, [&](index_t k) { return x(k % 5, k / 5) * double(k % 5); }, tol{}, "map(transpose(x), iota<1>)");
+}
+
+TEMPLATE_TEST_CASE("a hand-written GELU over a named, reused subexpression equals fuse::gelu", "[ops][map][gelu]", float,
+                   double) {
+  using T = TestType;
+  for (auto [m, n] : {std::pair<index_t, index_t>{1, 1}, {3, 7}, {33, 33}, {129, 1031}}) {
+    fuse::tensor<T, 2> x(m, n);
+    fuse::tensor<T, 1> bias(n);
+    fill_random(x, -5, 5);
+    fill_random(bias, -1, 1);
+    // What a user writes: z is one node, used five times.
+    auto z = x + bias;
+    auto hand = T(0.5) * z * (T(1) + fuse::tanh(T(0.7978845608028654) * (z + T(0.044715) * z * z * z)));
+    auto lib = fuse::gelu(x + bias);
+    static_assert(std::is_same_v<typename decltype(hand)::value_type, T>);
+    const auto want = fuse::eval(lib);
+    const auto want_eager = fuse::eval(fuse::eager(fuse::cpu{}), lib);
+    // The same operations in the same order: equal up to FMA contraction (a couple of ulp, or an
+    // absolute error of ulp(1) where 1 + tanh cancels).
+    const double eps = double(std::numeric_limits<T>::epsilon());
+    const std::string what = type_name<T>() + " hand gelu (" + std::to_string(m) + ", " + std::to_string(n) + ")";
+    check_all_executors(hand, [&](index_t k) { return double(want.data()[k]); }, tol{4 * eps, 8 * eps}, what);
+    check_against(want_eager, [&](index_t k) { return double(want.data()[k]); }, tol{4 * eps, 8 * eps},
+                  what + ": fuse::gelu eager vs fused");
+  }
+}

@@ -1,0 +1,235 @@
+// The numbers of fuse::plan (spec section 5), computed from the shapes in each test: bytes_read
+// counts the distinct bytes of the leaves (a leaf used many times once, a broadcast row once, a
+// stride-0 view its real bytes, take the rows it gathers), bytes_written the output, flops equal
+// between the fused and the eager plan; the eager plan also reads and writes its temporaries.
+// And the printed plan: one line per kernel.
+#include "ops/ops_support.hpp"
+
+#include <sstream>
+
+namespace {
+using fuse::index_t;
+using fuse::shape_t;
+
+template <class T>
+constexpr index_t sz = index_t(sizeof(T));
+
+// Fused and eager plans of e: the same flops (> 0 when e has a node), and the plan of an explicit
+// executor equals the default one.
+template <class E>
+std::pair<fuse::plan_report, fuse::plan_report> plans(const E& e) {
+  auto fused = fuse::plan(e);
+  auto eager = fuse::plan(fuse::eager(fuse::cpu{}), e);
+  const auto one = fuse::plan(fuse::cpu{.threads = 1}, e);
+  CHECK(one.kernels == fused.kernels);
+  CHECK(one.bytes_read == fused.bytes_read);
+  CHECK(one.bytes_written == fused.bytes_written);
+  CHECK(one.flops == fused.flops);
+  CHECK(fused.flops == eager.flops);
+  CHECK(fused.kernels == fuse::kernels_v<E>);
+  CHECK(eager.kernels == fuse::eager_kernels_v<E>);
+  return {fused, eager};
+}
+
+std::size_t count_lines(const std::string& s) {
+  std::size_t n = 0;
+  for (char c : s) n += c == '\n';
+  if (!s.empty() && s.back() != '\n') ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("plan numbers: bias + gelu, fused and eager", "[plan][bytes]") {
+  const index_t m = 37, n = 129;
+  fuse::tensor<float, 2> x(m, n);
+  fuse::tensor<float, 1> bias(n);
+  auto e = fuse::gelu(x + bias);
+  auto [fused, eager] = plans(e);
+  const index_t X = m * n * sz<float>, B = n * sz<float>;
+  CHECK(fused.kernels == 1);
+  CHECK(fused.bytes_read == X + B);  // the bias row counts once, not m times
+  CHECK(fused.bytes_written == X);
+  CHECK(fused.flops > 0);
+  // eager: t0 = x + bias (reads x, bias; writes t0); t1 = gelu(t0) (reads t0; writes t1).
+  CHECK(eager.kernels == 2);
+  CHECK(eager.bytes_read == X + B + X);
+  CHECK(eager.bytes_written == X + X);
+  // More work per element: more flops; twice the elements: twice the flops.
+  CHECK(fuse::plan(fuse::gelu(x + bias)).flops > fuse::plan(x + bias).flops);
+  fuse::tensor<float, 2> x2(2 * m, n);
+  CHECK(fuse::plan(fuse::gelu(x2 + bias)).flops == 2 * fused.flops);
+}
+
+TEST_CASE("plan numbers: a leaf used five times counts once", "[plan][bytes]") {
+  const index_t m = 3, n = 1001;
+  fuse::tensor<double, 2> x(m, n);
+  auto e = x * x * x * x * x;  // 4 multiplications
+  auto [fused, eager] = plans(e);
+  const index_t X = m * n * sz<double>;
+  CHECK(fused.bytes_read == X);
+  CHECK(fused.bytes_written == X);
+  // eager: x * x reads x once; each later product reads its temporary and x.
+  CHECK(eager.kernels == 4);
+  CHECK(eager.bytes_read == X + 3 * (X + X));
+  CHECK(eager.bytes_written == 4 * X);
+  // Through views of the same memory it is still one leaf's bytes.
+  fuse::tensor<float, 2> sq(n, n);
+  auto [f2, e2] = plans(sq + fuse::transpose(sq) * sq);
+  CHECK(f2.bytes_read == n * n * sz<float>);
+  CHECK(f2.bytes_written == n * n * sz<float>);
+  CHECK(e2.bytes_read == n * n * sz<float> + (n * n * sz<float> + n * n * sz<float>));
+}
+
+TEST_CASE("plan numbers: broadcast rows, columns, stride-0 views and slices count their own bytes", "[plan][bytes]") {
+  const index_t m = 64, n = 33;
+  fuse::tensor<float, 2> x(m, n), row2(1, n), col(m, 1);
+  fuse::tensor<float, 1> row(n);
+  const index_t X = m * n * sz<float>;
+  {
+    auto [f, e] = plans(x + row2 + col);
+    CHECK(f.bytes_read == X + n * sz<float> + m * sz<float>);
+    CHECK(f.bytes_written == X);
+  }
+  {
+    // A bias read as an (m, n) view with stride 0 on axis 0: its n real elements.
+    std::vector<float> mem(static_cast<std::size_t>(n), 1.f);
+    auto v = fuse::view(mem.data(), shape_t<2>{m, n}, shape_t<2>{0, 1});
+    auto [f, e] = plans(x * v);
+    CHECK(f.bytes_read == X + n * sz<float>);
+    // One element seen everywhere: strides {0, 0}.
+    auto one = fuse::view(mem.data(), shape_t<2>{m, n}, shape_t<2>{0, 0});
+    auto [f1, e1] = plans(x * one);
+    CHECK(f1.bytes_read == X + sz<float>);
+    // A stride-0 view alone: a copy kernel reading n elements, writing m * n.
+    auto [f2, e2] = plans(v);
+    CHECK(f2.kernels == 1);
+    CHECK(f2.bytes_read == n * sz<float>);
+    CHECK(f2.bytes_written == X);
+  }
+  {
+    // A slice of every other column: m * ceil(n / 2) elements; of the first rows: their bytes.
+    auto [f, e] = plans(fuse::slice<1>(x, 0, n, 2) * 2.f);
+    CHECK(f.bytes_read == m * ((n + 1) / 2) * sz<float>);
+    CHECK(f.bytes_written == m * ((n + 1) / 2) * sz<float>);
+    auto [f2, e2] = plans(fuse::slice<0>(x, 0, 5) + row);
+    CHECK(f2.bytes_read == 5 * n * sz<float> + n * sz<float>);
+    CHECK(f2.bytes_written == 5 * n * sz<float>);
+  }
+  {
+    // Scalars and generators (full, iota) have no bytes.
+    auto [f, e] = plans(x * 2.f + fuse::full(x.shape(), 1.f) + fuse::cast<float>(fuse::iota<1>(x.shape())));
+    CHECK(f.bytes_read == X);
+    CHECK(f.bytes_written == X);
+  }
+}
+
+TEST_CASE("plan numbers: take counts the rows it gathers", "[plan][bytes][take]") {
+  const index_t vocab = 1000, d = 24, k = 7;
+  fuse::tensor<float, 2> table(vocab, d);
+  fuse::tensor<std::int32_t, 1> idx(k);
+  for (index_t i = 0; i < k; ++i) idx(i) = std::int32_t((i * 331) % vocab);
+  fuse::tensor<float, 1> bias(d);
+  {
+    auto [f, e] = plans(fuse::take(table, idx) * 2.f + bias);
+    CHECK(f.bytes_read == k * d * sz<float> + k * sz<std::int32_t> + d * sz<float>);
+    CHECK(f.bytes_written == k * d * sz<float>);
+    // eager: t0 = take * 2 reads the same rows and indices; t1 = t0 + bias.
+    CHECK(e.kernels == 2);
+    CHECK(e.bytes_read == (k * d * sz<float> + k * sz<std::int32_t>) + (k * d * sz<float> + d * sz<float>));
+    CHECK(e.bytes_written == 2 * k * d * sz<float>);
+  }
+  {
+    // Indices of rank 2 and another integer type: indices.size() rows, even when repeated.
+    fuse::tensor<std::int64_t, 2> idx2(3, 4);
+    for (index_t i = 0; i < 12; ++i) idx2.data()[i] = i % 2;  // rows 0 and 1, six times each
+    auto e = fuse::take(table, idx2);
+    REQUIRE(e.shape() == shape_t<3>{3, 4, d});
+    auto [f, eg] = plans(e);
+    CHECK(f.bytes_read == 12 * d * sz<float> + 12 * sz<std::int64_t>);
+    CHECK(f.bytes_written == 12 * d * sz<float>);
+  }
+}
+
+TEST_CASE("plan numbers: output and input types set the bytes", "[plan][bytes][types]") {
+  const index_t n = 1000003;
+  fuse::tensor<float, 1> a(n), b(n);
+  fuse::tensor<std::int32_t, 1> k(n);
+  {
+    auto [f, e] = plans(a < b);  // bool out
+    CHECK(f.bytes_read == 2 * n * sz<float>);
+    CHECK(f.bytes_written == n * sz<bool>);
+  }
+  {
+    auto [f, e] = plans(fuse::exp(k));  // int32 in, double out
+    CHECK(f.bytes_read == n * sz<std::int32_t>);
+    CHECK(f.bytes_written == n * sz<double>);
+  }
+  {
+    // where(a < b, a, 0): eager t0 = a < b (bool temporary), t1 = where(t0, a, 0).
+    auto [f, e] = plans(fuse::where(a < b, a, 0.f));
+    CHECK(f.bytes_read == 2 * n * sz<float>);
+    CHECK(e.bytes_read == 2 * n * sz<float> + (n * sz<bool> + n * sz<float>));
+    CHECK(e.bytes_written == n * sz<bool> + n * sz<float>);
+  }
+  {
+    // A causal mask from iota: only x is read.
+    fuse::tensor<float, 2> x(50, 50);
+    const auto s = x.shape();
+    auto [f, e] = plans(fuse::where(fuse::iota<1>(s) <= fuse::iota<0>(s), x, fuse::full(s, -1e9f)));
+    CHECK(f.bytes_read == 2500 * sz<float>);
+    CHECK(f.bytes_written == 2500 * sz<float>);
+    CHECK(e.kernels == 2);
+    CHECK(e.bytes_read == 2500 * sz<bool> + 2500 * sz<float>);
+  }
+}
+
+TEST_CASE("plan numbers: map and the hand-written GELU", "[plan][bytes][gelu]") {
+  const index_t m = 8, n = 1024;
+  fuse::tensor<float, 2> x(m, n);
+  fuse::tensor<float, 1> bias(n);
+  const index_t X = m * n * sz<float>, B = n * sz<float>;
+  {
+    auto [f, e] = plans(fuse::map([](float a, float b) { return a * b; }, x, bias));
+    CHECK(f.bytes_read == X + B);
+    CHECK(f.bytes_written == X);
+    CHECK(f.flops > 0);
+  }
+  {
+    auto z = x + bias;
+    auto hand = 0.5f * z * (1.f + fuse::tanh(0.7978845608f * (z + 0.044715f * z * z * z)));
+    auto [f, e] = plans(hand);
+    CHECK(f.kernels == 1);
+    CHECK(f.bytes_read == X + B);  // z's leaves once, not five times
+    CHECK(f.bytes_written == X);
+    CHECK(f.flops > 0);
+    // Every eager kernel writes an (m, n) float temporary and reads more than the fused pass.
+    CHECK(e.bytes_written == index_t(e.kernels) * X);
+    CHECK(e.bytes_read > f.bytes_read + index_t(e.kernels - 1) * X);
+  }
+}
+
+TEST_CASE("a printed plan has one line per kernel", "[plan][print]") {
+  const index_t m = 4, n = 16;
+  fuse::tensor<float, 2> x(m, n);
+  fuse::tensor<float, 1> bias(n);
+  auto e = fuse::gelu(x + bias);
+  for (const auto& p : {fuse::plan(e), fuse::plan(fuse::eager(fuse::cpu{}), e), fuse::plan(fuse::eager(fuse::cpu{}), fuse::where(x > 0, x, 0.1f * x))}) {
+    std::ostringstream os;
+    os << p;
+    const std::string text = os.str();
+    INFO(text);
+    REQUIRE(!text.empty());
+    CHECK(text.back() == '\n');
+    // One line per kernel, and at most one summary line above them.
+    const std::size_t lines = count_lines(text);
+    CHECK((lines == p.kernels || lines == p.kernels + 1));
+  }
+  // Each eager kernel line names its own operation once.
+  std::ostringstream os;
+  os << fuse::plan(fuse::eager(fuse::cpu{}), e);
+  const std::string text = os.str();
+  CHECK(text.find("gelu") != std::string::npos);
+  CHECK(text.find("add") != std::string::npos);
+  CHECK(text.find("gelu") == text.rfind("gelu"));
+}
