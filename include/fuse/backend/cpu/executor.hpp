@@ -8,6 +8,9 @@
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 #include "fuse/core/iteration.hpp"
 
@@ -33,8 +36,68 @@ namespace detail {
 // Below this many elements a second thread costs more than it saves.
 inline constexpr index_t min_elements_per_thread = 1 << 15;
 
+// Outputs at least this large are written with non-temporal (streaming) stores: an ordinary
+// store first reads the line it writes, a streaming one does not, so a large output costs 2/3 of
+// the traffic (measured here: docs/performance.md). Smaller outputs stay in cache for their reader.
+// Override with -DFUSE_STREAMING_STORE_BYTES=n (0 = always, a huge value = never).
+#ifndef FUSE_STREAMING_STORE_BYTES
+#define FUSE_STREAMING_STORE_BYTES (std::size_t(16) << 20)
+#endif
+inline constexpr std::size_t streaming_store_bytes = FUSE_STREAMING_STORE_BYTES;
+
+// Streaming stores exist for float and double with SSE2 and up.
+template <class T>
+inline constexpr bool can_stream_v =
+#if defined(__SSE2__)
+    std::is_same_v<T, float> || std::is_same_v<T, double>;
+#else
+    false;
+#endif
+
+// Copies n values (n a multiple of 64 bytes' worth) from an aligned buffer to 64-byte aligned dst.
+template <class T>
+FUSE_INLINE void stream_out(T* dst, const T* src, index_t n) {
+#if defined(__AVX512F__)
+  constexpr index_t step = 64 / sizeof(T);
+  for (index_t k = 0; k < n; k += step) {
+    if constexpr (std::is_same_v<T, float>) _mm512_stream_ps(dst + k, _mm512_load_ps(src + k));
+    else _mm512_stream_pd(dst + k, _mm512_load_pd(src + k));
+  }
+#elif defined(__AVX__)
+  constexpr index_t step = 32 / sizeof(T);
+  for (index_t k = 0; k < n; k += step) {
+    if constexpr (std::is_same_v<T, float>) _mm256_stream_ps(dst + k, _mm256_load_ps(src + k));
+    else _mm256_stream_pd(dst + k, _mm256_load_pd(src + k));
+  }
+#elif defined(__SSE2__)
+  constexpr index_t step = 16 / sizeof(T);
+  for (index_t k = 0; k < n; k += step) {
+    if constexpr (std::is_same_v<T, float>) _mm_stream_ps(dst + k, _mm_load_ps(src + k));
+    else _mm_stream_pd(dst + k, _mm_load_pd(src + k));
+  }
+#else
+  (void)dst, (void)src, (void)n;
+#endif
+}
+
+// row[j] = ev.at(j) for j in [i, stop): computed into an L1 buffer by the vectorised loop, then
+// streamed out 64-byte line by line; the unaligned head and the tail use ordinary stores.
+template <class T, class Ev>
+void write_streaming(T* row, const Ev& ev, index_t i, index_t stop) {
+  constexpr index_t chunk = 1024 / sizeof(T);
+  alignas(64) T buf[chunk];
+  while (i < stop && reinterpret_cast<std::uintptr_t>(row + i) % 64 != 0) row[i] = ev.template at<true>(i), ++i;
+  for (; i + chunk <= stop; i += chunk) {
+    FUSE_SIMD_LOOP
+    for (index_t k = 0; k < chunk; ++k) buf[k] = ev.template at<true>(i + k);
+    stream_out(row + i, buf, chunk);
+  }
+  FUSE_SIMD_LOOP
+  for (index_t j = i; j < stop; ++j) row[j] = ev.template at<true>(j);
+}
+
 // Elements [begin, end) in row-major order of the iteration space `it`.
-template <bool Unit, class It>
+template <bool Unit, bool Stream, class It>
 void run_range(const It& it, index_t begin, index_t end) {
   constexpr std::size_t R = It::rank;
   const index_t inner = it.shape[R - 1];
@@ -49,7 +112,9 @@ void run_range(const It& it, index_t begin, index_t end) {
     const index_t stop = std::min(inner, i + (end - begin));
     ev.seek(outer);
     auto* const row = out + row_offset<R>(it.out_stride, outer);
-    if constexpr (Unit) {
+    if constexpr (Stream) {
+      write_streaming(row, ev, i, stop);
+    } else if constexpr (Unit) {
       FUSE_SIMD_LOOP
       for (index_t j = i; j < stop; ++j) row[j] = ev.template at<true>(j);
     } else {
@@ -73,8 +138,16 @@ void run_cpu(const cpu& exec, const It& it) {
     // Chunks on 16-element boundaries so that threads do not share cache lines.
     const index_t chunk = ((n + nt - 1) / nt + 15) & ~index_t(15);
     const index_t b = std::min(n, t * chunk), e = std::min(n, b + chunk);
-    if (it.unit) run_range<true>(it, b, e);
-    else run_range<false>(it, b, e);
+    using T = std::remove_pointer_t<decltype(it.out)>;
+    if constexpr (can_stream_v<T>) {
+      if (it.unit && std::size_t(n) * sizeof(T) >= streaming_store_bytes) {
+        run_range<true, true>(it, b, e);
+        _mm_sfence();  // streaming stores are weakly ordered: publish them before the join
+        return;
+      }
+    }
+    if (it.unit) run_range<true, false>(it, b, e);
+    else run_range<false, false>(it, b, e);
   };
 #if defined(_OPENMP)
   if (threads > 1) {
