@@ -228,6 +228,7 @@ const auto reg = [] {
   add("rms_norm/hand", rms_norm_hand);
   add("sum_squares/copy", [](benchmark::State& s) { bench::copy_baseline(s, kSumN * 4.0); });
   add("sum_squares/fused", [](benchmark::State& s) { sum_squares_fuse(s, fuse::cpu{}); });
+  add("sum_squares/fused_square", [](benchmark::State& s) { sum_data d; float v = 0; for (auto _ : s) benchmark::DoNotOptimize(v = fuse::eval(fuse::sum(fuse::square(d.x)))); d.check(s, v); bench::set_bytes(s, kSumN * 4.0); });
   add("sum_squares/eager", [](benchmark::State& s) { sum_squares_fuse(s, fuse::eager(fuse::cpu{})); });
   add("sum_squares/hand", sum_squares_hand);
 #ifdef FUSE_BENCH_EIGEN

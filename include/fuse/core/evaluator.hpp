@@ -174,6 +174,30 @@ FUSE_EXEC_CHECK_DISABLE
   }
 };
 
+// A subexpression of row constants only (reduction values, scalars): evaluated once per row at
+// seek(), so that rsqrt(var + eps) costs one square root per row, not one per element.
+template <class T, class Inner>
+struct invariant_eval {
+  using value_type = T;
+  Inner inner;
+  T value{};
+  FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t* outer) {
+    inner.seek(outer);
+    value = inner.template at<true>(0);
+  }
+  FUSE_HOST_DEVICE FUSE_INLINE void bind(const row_slot* s) { inner.bind(s); }
+  template <bool Unit>
+  FUSE_HOST_DEVICE FUSE_INLINE T at(index_t) const { return value; }
+  template <int V>
+  FUSE_HOST_DEVICE FUSE_INLINE lanes<T, V> at_vec(index_t) const {
+    lanes<T, V> r;
+    for (int l = 0; l < V; ++l) r.v[l] = value;
+    return r;
+  }
+  template <class F>
+  void for_each_tracker(F&& f) { inner.for_each_tracker(f); }
+};
+
 // A reduction's value for the current row, computed by an earlier phase into slot K.
 template <class T, std::size_t K>
 struct slot_eval {

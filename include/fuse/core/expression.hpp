@@ -46,6 +46,10 @@ concept operand = expression<T> || scalar<T>;
 
 namespace detail {
 
+// Is E constant along every row of a kernel (scalars, generators of one value, reduction values)?
+template <class E>
+inline constexpr bool row_invariant_v = false;
+
 // Reduction nodes in E (each gets a slot of the row kernel, numbered in post-order).
 template <class E>
 inline constexpr std::size_t reduction_count_v = 0;

@@ -179,7 +179,11 @@ struct map_expr : detail::expr_tag {
   auto evaluator_impl(const shape_t<R>& out, std::index_sequence<I...>) const {
     using eval = detail::map_eval<value_type, typename signature::convert, F,
                                   decltype(detail::get<I>(args).template evaluator<R, Base + slots_before<I>>(out))...>;
-    return eval{f, detail::make_tuple_of(detail::get<I>(args).template evaluator<R, Base + slots_before<I>>(out)...)};
+    eval e{f, detail::make_tuple_of(detail::get<I>(args).template evaluator<R, Base + slots_before<I>>(out)...)};
+    if constexpr ((detail::row_invariant_v<Args> && ...) && (detail::reduction_count_v<Args> + ...) > 0)
+      return detail::invariant_eval<value_type, eval>{e};
+    else
+      return e;
   }
 
   shape_t<rank> broadcast_all() const {
@@ -214,6 +218,8 @@ struct map_expr : detail::expr_tag {
 namespace detail {
 template <class F, class... A>
 inline constexpr std::size_t reduction_count_v<map_expr<F, A...>> = (std::size_t{0} + ... + reduction_count_v<A>);
+template <class F, class... A>
+inline constexpr bool row_invariant_v<map_expr<F, A...>> = (row_invariant_v<A> && ...);
 }
 
 // Builds a map_expr, holding each operand as detail::hold_operand says.

@@ -25,6 +25,9 @@ struct scalar_expr : expr_tag {
 };
 
 template <class T>
+inline constexpr bool row_invariant_v<scalar_expr<T>> = true;
+
+template <class T>
 inline constexpr bool is_scalar_expr_v = false;
 template <class T>
 inline constexpr bool is_scalar_expr_v<scalar_expr<T>> = true;

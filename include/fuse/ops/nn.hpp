@@ -11,7 +11,7 @@ template <expression E, int K = -1>
 auto softmax(E&& e, axis_t<K> ax = {}) {
   auto x = detail::hold_operand(std::forward<E>(e));
   auto z = exp(x - max(x, ax));
-  return z / sum(z, ax);
+  return z * (1 / sum(z, ax));  // one division per row, not per element
 }
 
 // (x - max) - log(sum(exp(x - max))) along axis K.

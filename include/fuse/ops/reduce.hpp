@@ -189,6 +189,9 @@ namespace detail {
 template <class Op, std::uint32_t M, bool K, class C>
 inline constexpr std::size_t reduction_count_v<reduce_expr<Op, M, K, C>> = 1 + reduction_count_v<C>;
 
+template <class Op, std::uint32_t M, bool K, class C>
+inline constexpr bool row_invariant_v<reduce_expr<Op, M, K, C>> = true;  // a slot of the row kernel
+
 template <class E>
 inline constexpr bool is_reduce_v = false;
 template <class Op, std::uint32_t M, bool K, class C>

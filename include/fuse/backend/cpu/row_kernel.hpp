@@ -18,7 +18,9 @@ inline constexpr index_t block_elements = 4096;
 
 // Reduces elements [begin, end) of the current row of ev with Op.
 template <class Op, class Acc, bool Unit, class Ev>
-typename Op::template total_t<Acc> reduce_range(const Ev& ev, index_t begin, index_t end) {
+typename Op::template total_t<Acc> reduce_range(const Ev& row_ev, index_t begin, index_t end) {
+  // A private copy: its members (row pointers, per-row constants) cannot alias anything written.
+  const Ev ev = row_ev;
   using Total = typename Op::template total_t<Acc>;
   constexpr int W = sizeof(Acc) >= 8 ? 16 : 32;  // two 64-byte registers of lanes: latency hidden
   Total total = Op::template identity<Total>();
@@ -97,12 +99,13 @@ void run_row(const It& it, Ev& ev, Phases& phases, row_slot* slots, index_t* idx
     index_t q = s;
     unflatten(q, it.shape, it.inner_first, R - 1, idx);
     ev.seek(idx);
+    const Ev e = ev;  // a private copy: the stores below cannot alias its per-row constants
     T* row = it.out + row_offset<R>(it.out_stride, idx);
     if constexpr (Unit) {
       FUSE_SIMD_LOOP
-      for (index_t i = 0; i < n; ++i) row[i] = ev.template at<true>(i);
+      for (index_t i = 0; i < n; ++i) row[i] = e.template at<true>(i);
     } else {
-      for (index_t i = 0; i < n; ++i) row[i * os] = ev.template at<false>(i);
+      for (index_t i = 0; i < n; ++i) row[i * os] = e.template at<false>(i);
     }
   }
 }
@@ -183,12 +186,13 @@ void run_split_rows(const It& it, int threads) {
         index_t r = s;
         unflatten(r, it.shape, it.inner_first, R - 1, my_idx);
         ev.seek(my_idx);
+        const auto local = ev;  // a private copy: the stores below cannot alias its per-row constants
         T* row = it.out + row_offset<R>(it.out_stride, my_idx);
         if constexpr (Unit) {
           FUSE_SIMD_LOOP
-          for (index_t i = b; i < e; ++i) row[i] = ev.template at<true>(i);
+          for (index_t i = b; i < e; ++i) row[i] = local.template at<true>(i);
         } else {
-          for (index_t i = b; i < e; ++i) row[i * os] = ev.template at<false>(i);
+          for (index_t i = b; i < e; ++i) row[i * os] = local.template at<false>(i);
         }
       }
     }
