@@ -1,11 +1,29 @@
 #!/usr/bin/env bash
 # Quick start 2: builds and runs the whole test suite (CPU tests, compile-fail tests, and the CUDA
 # tests compiled with nvcc when it is present; they run only where a GPU exists).
+#   scripts/test.sh            g++ Release (+ nvcc compile of the CUDA tests)
+#   scripts/test.sh clang      clang++ Release, CPU only
+#   scripts/test.sh sanitize   g++ with AddressSanitizer + UndefinedBehaviorSanitizer, CPU only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 [ -d /usr/local/cuda/bin ] && export PATH="$PATH:/usr/local/cuda/bin"
 jobs=$(nproc)
-cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=Release -DFUSE_BUILD_BENCHMARKS=OFF
-cmake --build build/test -j "$jobs"
-ctest --test-dir build/test --output-on-failure -j "$jobs"
+config="${1:-default}"
+case "$config" in
+  default)
+    dir=build/test
+    args=(-DCMAKE_BUILD_TYPE=Release) ;;
+  clang)
+    dir=build/clang
+    args=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DFUSE_ENABLE_CUDA=OFF -DFUSE_BUILD_EXAMPLES=OFF) ;;
+  sanitize)
+    dir=build/sanitize
+    args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUSE_ENABLE_CUDA=OFF -DFUSE_BUILD_EXAMPLES=OFF
+          "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer")
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 ;;
+  *) echo "unknown configuration: $config" >&2; exit 2 ;;
+esac
+cmake -S . -B "$dir" -G Ninja -DFUSE_BUILD_BENCHMARKS=OFF "${args[@]}"
+cmake --build "$dir" -j "$jobs"
+ctest --test-dir "$dir" --output-on-failure -j "$jobs"

@@ -87,8 +87,8 @@ TEMPLATE_TEST_CASE("arithmetic broadcasts like NumPy", "[ops][arith][broadcast]"
     REQUIRE(e.shape() == fuse::shape_t<2>{m, n});
     // The same operations in T, in the same order: exact (no product feeds a sum directly except
     // one * rowm, which is subtracted last; allow for its contraction into an fma).
-    auto ref = [&](index_t k) {
-      const index_t i = k / n, j = k % n;
+    auto ref = [&, cols = n](index_t k) {  // clang 14 cannot capture structured bindings
+      const index_t i = k / cols, j = k % cols;
       return double(T(T(T(x(i, j) + row(j)) + col(i, 0)) - T(one(0, 0) * rowm(0, j))));
     };
     const T eps = std::numeric_limits<T>::epsilon();

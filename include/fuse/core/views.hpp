@@ -31,6 +31,14 @@ constexpr auto make_strided(V&& v, index_t offset, const shape_t<R>& shape, cons
   return strided_view<T, R, decltype(base)::space>(base.data() + offset, extents_from_shape<R, dextents<R>>(shape), strides);
 }
 
+template <std::size_t... P>
+constexpr bool is_permutation() {
+  constexpr std::array<std::size_t, sizeof...(P)> p{P...};
+  for (std::size_t i = 0; i < sizeof...(P); ++i)
+    if (std::count(p.begin(), p.end(), i) != 1) return false;
+  return true;
+}
+
 template <int K, std::size_t R>
 constexpr std::size_t normalize_axis() {
   static_assert(K >= -static_cast<int>(R) && K < static_cast<int>(R), "fuse::axis: axis out of range for this rank");
@@ -44,12 +52,8 @@ template <std::size_t... P, class V>
 constexpr auto permute(V&& v) {
   constexpr std::size_t R = std::remove_cvref_t<V>::rank;
   static_assert(sizeof...(P) == R, "fuse::permute: give one axis per dimension");
+  static_assert(detail::is_permutation<P...>(), "fuse::permute: the axes must be a permutation of 0..rank-1");
   constexpr std::array<std::size_t, sizeof...(P)> p{P...};
-  static_assert([&] {
-    for (std::size_t i = 0; i < R; ++i)
-      if (std::count(p.begin(), p.end(), i) != 1) return false;
-    return true;
-  }(), "fuse::permute: the axes must be a permutation of 0..rank-1");
   const auto shape = v.shape();
   const auto strides = v.strides();
   shape_t<R> s{}, st{};
