@@ -75,7 +75,7 @@ class ratio_reporter : public benchmark::ConsoleReporter {
       auto ref = [&](const char* k) { auto it = vars.find(k); return it == vars.end() ? 0.0 : it->second; };
       for (auto& [v, g] : vars) {
         auto ratio = [&](double r) { return r > 0 ? g / r : 0.0; };
-        std::printf("%-14s %-10s %9.2f %8.2f %8.2f %8.2f\n", w.c_str(), v.c_str(), g, ratio(ref("copy")),
+        std::printf("%-14s %-10s %9.2f %8.2f %8.2f %8.2f\n", w.c_str(), v.c_str(), g / 1e9, ratio(ref("copy")),
                     ratio(ref("eager")), ratio(ref("hand")));
       }
     }
