@@ -69,6 +69,36 @@ std::size_t get_slot_of(const Phases& phases, int j) {
   return slot;
 }
 
+// The epilogue of the row at idx (outer part set), elements [begin, end) of every sub-row; a
+// reduction root writes its one value per row instead.
+template <bool Unit, class It, class Ev>
+void write_row(const It& it, Ev& ev, index_t* idx, index_t begin, index_t end) {
+  constexpr std::size_t R = It::rank;
+  using T = std::remove_pointer_t<decltype(it.out)>;
+  if (it.root_reduction) {
+    if (begin != 0) return;
+    for (std::size_t d = it.inner_first; d < R; ++d) idx[d] = 0;
+    ev.seek(idx);
+    it.out[row_offset<R>(it.out_stride, idx)] = static_cast<T>(ev.template at<Unit>(0));
+    return;
+  }
+  index_t sub = 1;
+  for (std::size_t d = it.inner_first; d < R - 1; ++d) sub *= it.shape[d];
+  const index_t os = it.out_stride[R - 1];
+  for (index_t s = 0; s < sub; ++s) {
+    unflatten(s, it.shape, it.inner_first, R - 1, idx);
+    ev.seek(idx);
+    const Ev e = ev;  // a private copy: the stores below cannot alias its per-row constants
+    T* row = it.out + row_offset<R>(it.out_stride, idx);
+    if constexpr (Unit) {
+      FUSE_SIMD_LOOP
+      for (index_t i = begin; i < end; ++i) row[i] = e.template at<true>(i);
+    } else {
+      for (index_t i = begin; i < end; ++i) row[i * os] = e.template at<false>(i);
+    }
+  }
+}
+
 // One row: phases, then the epilogue. idx holds the row's outer index.
 template <bool Unit, class It, class Ev, class Phases>
 void run_row(const It& it, Ev& ev, Phases& phases, row_slot* slots, index_t* idx) {
@@ -85,29 +115,7 @@ void run_row(const It& it, Ev& ev, Phases& phases, row_slot* slots, index_t* idx
     }
     ++k;
   });
-  using T = std::remove_pointer_t<decltype(it.out)>;
-  if (it.root_reduction) {
-    for (std::size_t d = it.inner_first; d < R; ++d) idx[d] = 0;
-    ev.seek(idx);
-    it.out[row_offset<R>(it.out_stride, idx)] = static_cast<T>(ev.template at<Unit>(0));
-    return;
-  }
-  index_t sub = 1;
-  for (std::size_t d = it.inner_first; d < R - 1; ++d) sub *= it.shape[d];
-  const index_t os = it.out_stride[R - 1];
-  for (index_t s = 0; s < sub; ++s) {
-    index_t q = s;
-    unflatten(q, it.shape, it.inner_first, R - 1, idx);
-    ev.seek(idx);
-    const Ev e = ev;  // a private copy: the stores below cannot alias its per-row constants
-    T* row = it.out + row_offset<R>(it.out_stride, idx);
-    if constexpr (Unit) {
-      FUSE_SIMD_LOOP
-      for (index_t i = 0; i < n; ++i) row[i] = e.template at<true>(i);
-    } else {
-      for (index_t i = 0; i < n; ++i) row[i * os] = e.template at<false>(i);
-    }
-  }
+  write_row<Unit>(it, ev, idx, 0, n);
 }
 
 template <bool Unit, class It>
@@ -162,43 +170,23 @@ void run_split_rows(const It& it, int threads) {
       }
       ++k;
     });
-    using T = std::remove_pointer_t<decltype(it.out)>;
     if (it.root_reduction) {
       auto ev = it.eval;
       ev.bind(slots.data());
-      for (std::size_t d = it.inner_first; d < R; ++d) idx[d] = 0;
-      ev.seek(idx);
-      it.out[row_offset<R>(it.out_stride, idx)] = static_cast<T>(ev.template at<Unit>(0));
+      write_row<Unit>(it, ev, idx, 0, n);
       continue;
     }
-    index_t sub = 1;
-    for (std::size_t d = it.inner_first; d < R - 1; ++d) sub *= it.shape[d];
 #pragma omp parallel num_threads(threads)
     {
       const index_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-      const index_t b = n * t / nt, e = n * (t + 1) / nt;
       auto ev = it.eval;
       ev.bind(slots.data());
       index_t my_idx[R];
       std::copy(idx, idx + R, my_idx);
-      const index_t os = it.out_stride[R - 1];
-      for (index_t s = 0; s < sub; ++s) {
-        index_t r = s;
-        unflatten(r, it.shape, it.inner_first, R - 1, my_idx);
-        ev.seek(my_idx);
-        const auto local = ev;  // a private copy: the stores below cannot alias its per-row constants
-        T* row = it.out + row_offset<R>(it.out_stride, my_idx);
-        if constexpr (Unit) {
-          FUSE_SIMD_LOOP
-          for (index_t i = b; i < e; ++i) row[i] = local.template at<true>(i);
-        } else {
-          for (index_t i = b; i < e; ++i) row[i * os] = local.template at<false>(i);
-        }
-      }
+      write_row<Unit>(it, ev, my_idx, n * t / nt, n * (t + 1) / nt);
     }
   }
 }
-
 #endif
 
 template <class It>
