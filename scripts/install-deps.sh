@@ -9,6 +9,8 @@ command -v clang++ >/dev/null || need+=(clang)
 [ -f /usr/include/catch2/catch.hpp ] || need+=(catch2)
 [ -f /usr/include/benchmark/benchmark.h ] || need+=(libbenchmark-dev)
 [ -d /usr/include/eigen3 ] || need+=(libeigen3-dev)
+# clang's AddressSanitizer / UBSan runtime (scripts/test.sh sanitize).
+compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.asan-x86_64.a" >/dev/null || need+=(libclang-rt-dev)
 [ -f /usr/lib/llvm-14/lib/libomp.so ] || [ -f /usr/lib/x86_64-linux-gnu/libomp.so ] || need+=(libomp-dev)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"

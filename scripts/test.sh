@@ -3,7 +3,7 @@
 # tests compiled with nvcc when it is present; they run only where a GPU exists).
 #   scripts/test.sh            g++ Release (+ nvcc compile of the CUDA tests)
 #   scripts/test.sh clang      clang++ Release, CPU only
-#   scripts/test.sh sanitize   g++ with AddressSanitizer + UndefinedBehaviorSanitizer, CPU only
+#   scripts/test.sh sanitize   clang++ -O1 with AddressSanitizer + UndefinedBehaviorSanitizer, CPU only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -19,8 +19,10 @@ case "$config" in
     args=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DFUSE_ENABLE_CUDA=OFF -DFUSE_BUILD_EXAMPLES=OFF) ;;
   sanitize)
     dir=build/sanitize
-    args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUSE_ENABLE_CUDA=OFF -DFUSE_BUILD_EXAMPLES=OFF
-          "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer")
+    # clang: its -O1 ASan builds of these template-heavy TUs are faster than g++'s.
+    args=(-DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ -DFUSE_ENABLE_CUDA=OFF -DFUSE_BUILD_EXAMPLES=OFF
+          "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1"
+          "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer")
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 ;;
   *) echo "unknown configuration: $config" >&2; exit 2 ;;
 esac

@@ -129,3 +129,22 @@ TEST_CASE("softmax over a non-trailing axis and over rows of length 1") {
   auto ones = fuse::eval(fuse::softmax(random<float, 2>({9, 1}, 42), fuse::axis<-1>));
   for (index_t i = 0; i < 9; ++i) CHECK(ones(i, 0) == 1.f);
 }
+
+TEST_CASE("composites own an rvalue tensor operand (no view of a moved-from temporary)") {
+  // Each composite uses its operand several times; an rvalue tensor must be owned by the result
+  // (AddressSanitizer reports the use-after-free this once was).
+  auto x = random<float, 2>({6, 33}, 43);
+  auto g = random<float, 1>({33}, 44);
+  auto copy = [&] { return fuse::eval(x + 0.f); };
+  auto same = [](const auto& a, const auto& b) {
+    REQUIRE(a.shape() == b.shape());
+    for (index_t i = 0; i < a.size(); ++i) REQUIRE(a.data()[i] == b.data()[i]);
+  };
+  same(fuse::eval(fuse::softmax(copy(), fuse::axis<-1>)), fuse::eval(fuse::softmax(x, fuse::axis<-1>)));
+  same(fuse::eval(fuse::log_softmax(copy(), fuse::axis<0>)), fuse::eval(fuse::log_softmax(x, fuse::axis<0>)));
+  same(fuse::eval(fuse::layer_norm(copy(), g, 0.5f, 1e-5)), fuse::eval(fuse::layer_norm(x, g, 0.5f, 1e-5)));
+  same(fuse::eval(fuse::rms_norm(copy(), g, 1e-6)), fuse::eval(fuse::rms_norm(x, g, 1e-6)));
+  same(fuse::eval(fuse::var(copy(), fuse::axis<-1>)), fuse::eval(fuse::var(x, fuse::axis<-1>)));
+  same(fuse::eval(fuse::logsumexp(copy(), fuse::axis<-1>)), fuse::eval(fuse::logsumexp(x, fuse::axis<-1>)));
+  CHECK(fuse::eval(fuse::var(copy())) == fuse::eval(fuse::var(x)));
+}

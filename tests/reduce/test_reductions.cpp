@@ -164,3 +164,28 @@ TEST_CASE("eager and fused give the same reductions") {
   auto e = fuse::eval(fuse::eager(fuse::cpu{}), fuse::var(x, fuse::axis<-1>) + fuse::sum(x * x, fuse::axis<-1>));
   for (index_t r = 0; r < 33; ++r) CHECK(f(r, 0) == Approx(e(r, 0)).epsilon(1e-6));
 }
+
+TEST_CASE("a reduction directly under a reduction over other axes is its own kernel") {
+  // Found by the differential test: var(var(x, axis<0>), axis<-1>) once ran the inner var's
+  // reduction over axis 0 as a phase of the outer row kernel (over axis 1): wrong values.
+  auto x = random<double, 2>({13, 8}, 9);
+  auto inner = fuse::var(x, fuse::axis<0>);
+  auto e = fuse::var(inner, fuse::axis<-1>);
+  static_assert(fuse::kernels_v<decltype(e)> == 3);  // the inner var twice (the outer uses it twice), the outer
+  std::vector<double> cols;
+  for (index_t j = 0; j < 8; ++j) {
+    std::vector<double> col;
+    for (index_t i = 0; i < 13; ++i) col.push_back(x(i, j));
+    cols.push_back(ref_var(col));
+  }
+  CHECK(close(fuse::eval(e)(0, 0), ref_var(cols), 1e-12));
+  CHECK(close(fuse::eval(fuse::max(fuse::sum(x, fuse::axis<0>), fuse::axis<-1>))(0, 0), [&] {
+    double m = -1e300;
+    for (index_t j = 0; j < 8; ++j) {
+      double s = 0;
+      for (index_t i = 0; i < 13; ++i) s += x(i, j);
+      m = std::max(m, s);
+    }
+    return m;
+  }(), 1e-12));
+}

@@ -47,17 +47,17 @@ auto materialise_group(const Exec& exec, Arena& arena, const E& e) {
 // its result, computed first as a group of its own.
 template <std::size_t R, std::uint32_t M, class Exec, class Arena, class E>
 auto split_group(const Exec& exec, Arena& arena, const E& e) {
+  // An operand that is a reduction not joining the group: its own group (as plan/fusion.hpp).
+  auto operand = [&]<class A>(const A& x) {
+    if constexpr (stays_in_group<A, R, M>) return split_group<R, M>(exec, arena, x);
+    else return materialise_group(exec, arena, x);
+  };
   if constexpr (is_reduce_v<E>) {
-    auto child = split_group<R, M>(exec, arena, e.child);
+    auto child = operand(e.child);
     return reduce_expr<typename E::op, E::mask, E::keepdims, decltype(child)>(child);
   } else if constexpr (E::kind == node_kind::elementwise && reduction_count_v<E> > 0) {
     return apply(
         [&](const auto&... a) {
-          auto operand = [&]<class A>(const A& x) {
-            if constexpr (!is_reduce_v<A>) return split_group<R, M>(exec, arena, x);
-            else if constexpr (joins_group<A, R, M>) return split_group<R, M>(exec, arena, x);
-            else return materialise_group(exec, arena, x);
-          };
           return map_expr<std::remove_cvref_t<decltype(e.f)>, decltype(operand(a))...>(e.f, operand(a)...);
         },
         e.args);

@@ -96,6 +96,22 @@ constexpr auto hold_operand(A&& a) {
 template <class A>
 using held_t = decltype(hold_operand(std::declval<A>()));
 
+// For composites that use their operand more than once: build(first, x) where `first` is used
+// exactly once and `x` anywhere. An rvalue tensor is moved into `first` (the expression owns it)
+// and `x` is a view of its buffer, which stays put when the expression is moved; holding the
+// tensor and taking views of that copy would leave them dangling once the composite returns.
+template <class A, class Build>
+auto with_operand(A&& a, Build&& build) {
+  using D = std::remove_cvref_t<A>;
+  if constexpr (is_tensor_v<D> && !std::is_lvalue_reference_v<A>) {
+    auto x = a.view();
+    return build(D(std::move(a)), x);
+  } else {
+    auto x = hold_operand(std::forward<A>(a));
+    return build(x, x);
+  }
+}
+
 template <class... A>
 constexpr memory_space common_space() {
   memory_space s = memory_space::any;

@@ -228,8 +228,9 @@ FUSE_REDUCTION_BUILDER(min, min_op)
 template <expression E, class... Axes>
   requires(sizeof...(Axes) <= 1)
 auto var(E&& e, Axes... ax) {
-  auto x = detail::hold_operand(std::forward<E>(e));
-  return mean(square(x - mean(x, ax...)), ax...);
+  return detail::with_operand(std::forward<E>(e), [=](auto first, auto x) {
+    return mean(square(std::move(first) - mean(x, ax...)), ax...);
+  });
 }
 
 namespace detail {
@@ -251,9 +252,10 @@ auto safe_shift(const E& x, Axes...) {
 template <expression E, class... Axes>
   requires(sizeof...(Axes) <= 1)
 auto logsumexp(E&& e, Axes... ax) {
-  auto x = detail::hold_operand(std::forward<E>(e));
-  auto m = detail::safe_shift(x, ax...);
-  return m + log(sum(exp(x - m), ax...));
+  return detail::with_operand(std::forward<E>(e), [=](auto first, auto x) {
+    auto m = detail::safe_shift(x, ax...);
+    return m + log(sum(exp(std::move(first) - m), ax...));
+  });
 }
 
 }  // namespace fuse

@@ -73,23 +73,40 @@ struct group_of {
 
 // Does reduction C run as a phase of a group of rank R with row axes M?
 template <class C, std::size_t R, std::uint32_t M>
-inline constexpr bool joins_group = M != 0 && group_mask_of<C, R>() == M;
+constexpr bool joins_group_f() {
+  if constexpr (!is_reduce_v<C>) return false;
+  else return M != 0 && group_mask_of<C, R>() == M;
+}
+template <class C, std::size_t R, std::uint32_t M>
+inline constexpr bool joins_group = joins_group_f<C, R, M>();
+
+// Does operand A of a node in the group (R, M) stay in the group? Everything but a reduction that
+// does not join it (which becomes a group of its own, read back as a small leaf).
+template <class A, std::size_t R, std::uint32_t M>
+inline constexpr bool stays_in_group = !is_reduce_v<A> || joins_group<A, R, M>;
 
 template <class E>
 struct fusion;
+
+template <std::size_t R, std::uint32_t M, class E>
+constexpr std::size_t kernels_below();
+
+// Kernels for operand A of a node in the group (R, M): a reduction that does not join the group
+// is a group of its own (also directly under another reduction: var(var(x, axis<0>), axis<1>)).
+template <std::size_t R, std::uint32_t M, class A>
+constexpr std::size_t operand_kernels() {
+  if constexpr (stays_in_group<A, R, M>) return kernels_below<R, M, A>();
+  else return fusion<A>::kernels;
+}
 
 // Kernels that the nodes below E need beyond the group (R, M) that E belongs to.
 template <std::size_t R, std::uint32_t M, class E>
 constexpr std::size_t kernels_below() {
   if constexpr (is_reduce_v<E>) {
-    return kernels_below<R, M, typename E::child_type>();
+    return operand_kernels<R, M, typename E::child_type>();
   } else if constexpr (E::kind == node_kind::elementwise) {
     return []<class... A>(const tuple<A...>*) {
-      return (std::size_t{0} + ... + [] {
-        if constexpr (!is_reduce_v<A>) return kernels_below<R, M, A>();
-        else if constexpr (joins_group<A, R, M>) return kernels_below<R, M, A>();
-        else return fusion<A>::kernels;
-      }());
+      return (std::size_t{0} + ... + operand_kernels<R, M, A>());
     }(static_cast<const decltype(E::args)*>(nullptr));
   } else {
     return 0;

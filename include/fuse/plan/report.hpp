@@ -110,10 +110,25 @@ template <class E>
 std::string emit_group(const E& e, plan_report& p);
 
 template <std::size_t R, std::uint32_t M, class E>
+std::string walk_group(const E& e, group_walk& g);
+
+// An operand of a node in the group (R, M): a reduction that does not join is its own kernel, read
+// back as a small leaf (as plan/fusion.hpp).
+template <std::size_t R, std::uint32_t M, class A>
+std::string walk_operand(const A& a, group_walk& g) {
+  if constexpr (stays_in_group<A, R, M>) {
+    return walk_group<R, M>(a, g);
+  } else {
+    g.temp_bytes += shape_size(a.shape()) * index_t(sizeof(typename A::value_type));
+    return emit_group(a, g.plan);
+  }
+}
+
+template <std::size_t R, std::uint32_t M, class E>
 std::string walk_group(const E& e, group_walk& g) {
   if constexpr (is_reduce_v<E>) {
     const std::size_t before = g.phases.size();
-    std::string self = std::string(E::op::name) + "(" + walk_group<R, M>(e.child, g) + ")";
+    std::string self = std::string(E::op::name) + "(" + walk_operand<R, M>(e.child, g) + ")";
     // A repeated reduction (softmax's max, written twice) is computed once by the kernel.
     if (std::find(g.phases.begin(), g.phases.end(), self) == g.phases.end()) {
       g.phases.push_back(self);
@@ -126,17 +141,7 @@ std::string walk_group(const E& e, group_walk& g) {
     std::string s = std::string(decltype(e.f)::name) + "(";
     bool first = true;
     for_each(e.args, [&](const auto& a) {
-      using A = std::remove_cvref_t<decltype(a)>;
-      std::string n;
-      if constexpr (!is_reduce_v<A>) {
-        n = walk_group<R, M>(a, g);
-      } else if constexpr (joins_group<A, R, M>) {
-        n = walk_group<R, M>(a, g);
-      } else {
-        n = emit_group(a, g.plan);  // its own kernel, read back as a small leaf
-        g.temp_bytes += shape_size(a.shape()) * index_t(sizeof(typename A::value_type));
-      }
-      s += (first ? "" : ", ") + n;
+      s += (first ? "" : ", ") + walk_operand<R, M>(a, g);
       first = false;
     });
     g.flops += index_t(decltype(e.f)::flops) * shape_size(e.shape());

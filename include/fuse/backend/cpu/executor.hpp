@@ -33,8 +33,12 @@ struct cpu {
 
 namespace detail {
 
-// Below this many elements a second thread costs more than it saves.
-inline constexpr index_t min_elements_per_thread = 1 << 15;
+// Below this many elements a second thread costs more than it saves. (Overridable so that tests
+// can split tiny arrays across threads.)
+#ifndef FUSE_MIN_ELEMENTS_PER_THREAD
+#define FUSE_MIN_ELEMENTS_PER_THREAD (1 << 15)
+#endif
+inline constexpr index_t min_elements_per_thread = FUSE_MIN_ELEMENTS_PER_THREAD;
 
 // Outputs at least this large are written with non-temporal (streaming) stores: an ordinary
 // store first reads the line it writes, a streaming one does not, so a large output costs 2/3 of

@@ -14,7 +14,12 @@
 
 namespace fuse::detail {
 
-inline constexpr index_t block_elements = 4096;
+// Reductions accumulate blocks of this many elements in Acc, then blocks in the wider total type.
+// (Overridable so that tests can cross block boundaries on short rows.)
+#ifndef FUSE_ROW_BLOCK_ELEMENTS
+#define FUSE_ROW_BLOCK_ELEMENTS 4096
+#endif
+inline constexpr index_t block_elements = FUSE_ROW_BLOCK_ELEMENTS;
 
 // Reduces elements [begin, end) of the current row of ev with Op.
 template <class Op, class Acc, bool Unit, class Ev>
