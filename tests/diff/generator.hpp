@@ -125,15 +125,26 @@ std::array<index_t, R> to_array(const dims& d, bool reversed = false) {
   return a;
 }
 
-template <class T, std::size_t R, int Kind>
-auto leaf_expr(const leaf_storage<T>& L) {
+// A strided view of host memory, or of device memory when Device (a CUDA translation unit).
+template <bool Device, class T, std::size_t R>
+auto strided_view(T* ptr, const std::array<index_t, R>& shape, const std::array<index_t, R>& strides) {
+#ifdef __CUDACC__
+  if constexpr (Device) return fuse::device_view(ptr, shape, strides);
+  else
+#endif
+    return fuse::view(ptr, shape, strides);
+}
+
+// The leaf's expression over `ptr` (L.ptr, or where the same element lies in a device copy).
+template <class T, std::size_t R, int Kind, bool Device = false>
+auto leaf_expr(const leaf_storage<T>& L, T* ptr) {
   if constexpr (Kind == transposed) {
     // The raw view is the transpose of the logical one; transpose() turns it back.
-    return fuse::transpose(fuse::view(L.ptr, to_array<R>(L.raw_shape, true), to_array<R>(L.raw_strides, true)));
+    return fuse::transpose(strided_view<Device>(ptr, to_array<R>(L.raw_shape, true), to_array<R>(L.raw_strides, true)));
   } else if constexpr (Kind == sliced) {
-    return fuse::slice<0>(fuse::view(L.ptr, to_array<R>(L.raw_shape), to_array<R>(L.raw_strides)), L.begin, L.end, L.step);
+    return fuse::slice<0>(strided_view<Device>(ptr, to_array<R>(L.raw_shape), to_array<R>(L.raw_strides)), L.begin, L.end, L.step);
   } else {
-    return fuse::view(L.ptr, to_array<R>(L.raw_shape), to_array<R>(L.raw_strides));
+    return strided_view<Device>(ptr, to_array<R>(L.raw_shape), to_array<R>(L.raw_strides));
   }
 }
 

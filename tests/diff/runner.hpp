@@ -113,25 +113,70 @@ auto make_leaves(std::mt19937_64& g, const dims& out, std::index_sequence<K...>)
   return std::tuple{make_leaf<typename TT::value_type>(g, out, TT::leaf_rank(int(K)), TT::kind(int(K)))...};
 }
 
-template <std::uint64_t S, std::size_t... K>
-auto leaf_exprs(const auto& storage, std::index_sequence<K...>) {
+// Device copies of the leaves' buffers (CUDA): the same layouts, offsets and values.
+#ifdef __CUDACC__
+template <class T>
+fuse::device_tensor<T, 1> device_copy(const leaf_storage<T>& L) {
+  fuse::device_tensor<T, 1> d(index_t(L.buf.size()));
+  fuse::copy(d, fuse::view(L.buf.data(), index_t(L.buf.size())));
+  return d;
+}
+#endif
+
+template <std::uint64_t S, bool Device, std::size_t... K>
+auto leaf_exprs(auto& storage, std::index_sequence<K...>) {
   using TT = tree_traits<S>;
-  return std::tuple{leaf_expr<typename TT::value_type, TT::leaf_rank(int(K)), TT::kind(int(K))>(std::get<K>(storage))...};
+  using T = typename TT::value_type;
+  if constexpr (Device) {
+#ifdef __CUDACC__
+    auto dev = std::tuple{device_copy(std::get<K>(storage))...};
+    auto exprs = std::tuple{leaf_expr<T, TT::leaf_rank(int(K)), TT::kind(int(K)), true>(
+        std::get<K>(storage), std::get<K>(dev).data() + (std::get<K>(storage).ptr - std::get<K>(storage).buf.data()))...};
+    return std::pair{std::move(dev), exprs};
+#endif
+  } else {
+    return std::pair{0, std::tuple{leaf_expr<T, TT::leaf_rank(int(K)), TT::kind(int(K))>(std::get<K>(storage), std::get<K>(storage).ptr)...}};
+  }
 }
 
-// Runs one case of tree S; returns a description of what failed (empty: passed).
-template <std::uint64_t S>
+// Evaluates e with exec; calls check(shape, got) with got(k) the k-th row-major element, on the host.
+template <bool Device, class E, class Exec, class Check>
+void evaluate(const E& expr, const Exec& exec, Check&& check) {
+  using V = typename E::value_type;
+  if constexpr (E::rank == 0) {
+    const V v = fuse::eval(exec, expr);
+    check(dims{}, [&](index_t) { return double(v); });
+  } else if constexpr (Device) {
+#ifdef __CUDACC__
+    const auto d = fuse::eval(exec, expr);
+    fuse::tensor<V, E::rank> t(d.shape());
+    fuse::copy(t, d);
+    check(shape_of(t), [&](index_t k) { return double(t.data()[k]); });
+#endif
+  } else {
+    const auto t = fuse::eval(exec, expr);
+    check(shape_of(t), [&](index_t k) { return double(t.data()[k]); });
+  }
+}
+
+// Runs one case of tree S (on the host, or with the CUDA executor when Device); returns a
+// description of what failed (empty: passed).
+template <std::uint64_t S, bool Device = false>
 std::string run_case(std::uint64_t case_seed) {
   using TT = tree_traits<S>;
   std::mt19937_64 g(case_seed);
   const dims out = random_shape(g, TT::rank);
   constexpr auto slots = std::make_index_sequence<leaf_slots>{};
   auto storage = make_leaves<S>(g, out, slots);
-  const auto ctx = leaf_exprs<S>(storage, slots);
+  const auto leaves = leaf_exprs<S, Device>(storage, slots);
+  const auto& ctx = leaves.second;
   reference ref;
   std::apply([&](const auto&... L) { ref.leaves = {L.ref...}; }, storage);
-  auto [expr, root] = gen<S, TT::depth, true>(ctx, ref);
-  using E = decltype(expr);
+  // (No structured binding: clang 14 cannot capture one in the lambdas below.)
+  const auto tree = gen<S, TT::depth, true>(ctx, ref);
+  const auto& expr = tree.expr;
+  const int root = tree.id;
+  using E = std::remove_cvref_t<decltype(expr)>;
   using V = typename E::value_type;
   const evaluation ev = ref.run();
 
@@ -148,28 +193,29 @@ std::string run_case(std::uint64_t case_seed) {
   };
   auto check_eval = [&](const char* mode, auto exec) {
     guarded(mode, [&] {
-      if constexpr (E::rank == 0) {
-        const V v = fuse::eval(exec, expr);
-        compare(ref, ev, root, mode, {}, [&](index_t) { return double(v); }, msg);
-      } else {
-        const auto t = fuse::eval(exec, expr);
-        compare(ref, ev, root, mode, shape_of(t), [&](index_t k) { return double(t.data()[k]); }, msg);
-      }
+      evaluate<Device>(expr, exec, [&](const dims& shape, auto&& got) { compare(ref, ev, root, mode, shape, got, msg); });
     });
   };
-  check_eval("fused", fuse::cpu{});
-  if (case_seed & 1) check_eval("fused, 1 thread", fuse::cpu{.threads = 1});
-  check_eval("eager", fuse::eager(fuse::cpu{}));
-  if constexpr (E::rank > 0) {
-    if (case_seed % 3 == 0 && !ev.empty_max) {
-      destination<V, E::rank> d(g, ev.shape[std::size_t(root)]);
-      guarded("assign to a strided view", [&] {
-        fuse::assign(d.view(), expr);
-        compare(ref, ev, root, "assign to a strided view", ev.shape[std::size_t(root)],
-                [&](index_t k) { return double(d.ptr[d.offset_of(k)]); }, msg);
-        if (const index_t n = d.stray_writes(numel(ev.shape[std::size_t(root)])))
-          msg += "  assign to a strided view: " + std::to_string(n) + " elements outside the view written\n";
-      });
+  if constexpr (Device) {
+#ifdef __CUDACC__
+    check_eval("cuda fused", fuse::cuda{});
+    check_eval("cuda eager", fuse::eager(fuse::cuda{}));
+#endif
+  } else {
+    check_eval("fused", fuse::cpu{});
+    if (case_seed & 1) check_eval("fused, 1 thread", fuse::cpu{.threads = 1});
+    check_eval("eager", fuse::eager(fuse::cpu{}));
+    if constexpr (E::rank > 0) {
+      if (case_seed % 3 == 0 && !ev.empty_max) {
+        destination<V, E::rank> d(g, ev.shape[std::size_t(root)]);
+        guarded("assign to a strided view", [&] {
+          fuse::assign(d.view(), expr);
+          compare(ref, ev, root, "assign to a strided view", ev.shape[std::size_t(root)],
+                  [&](index_t k) { return double(d.ptr[d.offset_of(k)]); }, msg);
+          if (const index_t n = d.stray_writes(numel(ev.shape[std::size_t(root)])))
+            msg += "  assign to a strided view: " + std::to_string(n) + " elements outside the view written\n";
+        });
+      }
     }
   }
   if (msg.empty()) return msg;
@@ -181,16 +227,17 @@ std::string run_case(std::uint64_t case_seed) {
   return o.str() + msg;
 }
 
-template <std::uint64_t Family, std::size_t... I>
+template <std::uint64_t Family, bool Device, std::size_t... I>
 constexpr auto family_table(std::index_sequence<I...>) {
-  return std::array<std::string (*)(std::uint64_t), sizeof...(I)>{&run_case<mix(Family * 1000 + I)>...};
+  return std::array<std::string (*)(std::uint64_t), sizeof...(I)>{&run_case<mix(Family * 1000 + I), Device>...};
 }
 
 // Runs the settings' cases over a family of N trees; each case seed picks its tree.
-template <std::uint64_t Family, std::size_t N>
-void run_family() {
-  static constexpr auto table = family_table<Family>(std::make_index_sequence<N>{});
-  const settings s = read_settings();
+template <std::uint64_t Family, std::size_t N, bool Device = false>
+void run_family(long default_cases = 1700) {
+  static constexpr auto table = family_table<Family, Device>(std::make_index_sequence<N>{});
+  settings s = read_settings();
+  if (!std::getenv("FUSE_DIFF_CASES")) s.cases = default_cases;
   long failures = 0, ran = 0;
   for (long i = 0; i < (s.replay ? 1 : s.cases); ++i) {
     const std::uint64_t case_seed = s.replay ? s.replay_seed : mix(s.seed * 0x100000001ull + std::uint64_t(i) * 7 + Family);

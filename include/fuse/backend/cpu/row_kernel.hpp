@@ -52,6 +52,7 @@ auto reduce_row(Phase& p, const index_t* shape, std::size_t inner_first, std::si
   using Op = typename Phase::op;
   using Acc = typename Phase::acc_type;
   auto total = Op::template identity<typename Op::template total_t<Acc>>();
+  if (begin >= end) return total;  // an empty row (its operand may have no memory: do not seek)
   // Sub-rows: every combination of the row axes but the last.
   index_t sub = 1;
   for (std::size_t d = inner_first; d < R - 1; ++d) sub *= shape[d];
@@ -87,6 +88,7 @@ void write_row(const It& it, Ev& ev, index_t* idx, index_t begin, index_t end) {
     it.out[row_offset<R>(it.out_stride, idx)] = static_cast<T>(ev.template at<Unit>(0));
     return;
   }
+  if (begin >= end) return;
   index_t sub = 1;
   for (std::size_t d = it.inner_first; d < R - 1; ++d) sub *= it.shape[d];
   const index_t os = it.out_stride[R - 1];

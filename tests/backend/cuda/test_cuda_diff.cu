@@ -1,0 +1,8 @@
+// Differential test on CUDA: the first 8 trees of the CPU test's family 0 (tests/diff), evaluated
+// by the CUDA executor, fused and eager, from device copies of the same strided leaves, against the
+// double-precision reference. Runs only where a GPU exists (see test_cuda_elementwise.cu's main).
+#include "diff/runner.hpp"
+
+TEST_CASE("cuda differential: fused, eager and reference agree", "[cuda][diff]") {
+  fuse_diff::run_family<FUSE_DIFF_FAMILY_BASE + 0, 8, true>(600);
+}
