@@ -148,3 +148,45 @@ TEST_CASE("composites own an rvalue tensor operand (no view of a moved-from temp
   same(fuse::eval(fuse::logsumexp(copy(), fuse::axis<-1>)), fuse::eval(fuse::logsumexp(x, fuse::axis<-1>)));
   CHECK(fuse::eval(fuse::var(copy())) == fuse::eval(fuse::var(x)));
 }
+
+TEST_CASE("repeated reductions and operands are shared only when they are the same values") {
+  // The row kernel computes a reduction written twice once, and lets the epilogue reuse a phase's
+  // expensive operand (softmax's exp(x - max)); both must match values, not just types.
+  const index_t m = 7, n = 301;
+  auto x = random<float, 2>({m, n}, 51);
+  auto y = random<float, 2>({m, n}, 52);
+  auto check = [&](const auto& got, auto&& want) {
+    for (index_t r = 0; r < m; ++r)
+      for (index_t j = 0; j < got.extent(1); ++j) REQUIRE(close(got(r, j), want(r, j), 2e-5, 1e-9));
+  };
+  auto row_max = [&](const auto& t, index_t r) {
+    double mx = -1e300;
+    for (index_t j = 0; j < n; ++j) mx = std::max(mx, double(t(r, j)));
+    return mx;
+  };
+  // Same types as softmax's numerator and sum, different tensors: nothing may be shared.
+  auto mixed = fuse::eval(fuse::exp(x - fuse::max(x, fuse::axis<-1>)) / fuse::sum(fuse::exp(y - fuse::max(y, fuse::axis<-1>)), fuse::axis<-1>));
+  check(mixed, [&](index_t r, index_t j) {
+    double s = 0;
+    for (index_t k = 0; k < n; ++k) s += std::exp(y(r, k) - row_max(y, r));
+    return std::exp(x(r, j) - row_max(x, r)) / s;
+  });
+  // max(y) inside the sum of an x softmax: the two max phases differ.
+  auto shifted = fuse::eval(fuse::exp(x - fuse::max(x, fuse::axis<-1>)) * fuse::sum(fuse::exp(x - fuse::max(y, fuse::axis<-1>)), fuse::axis<-1>));
+  check(shifted, [&](index_t r, index_t j) {
+    double s = 0;
+    for (index_t k = 0; k < n; ++k) s += std::exp(x(r, k) - row_max(y, r));
+    return std::exp(x(r, j) - row_max(x, r)) * s;
+  });
+  // The same values: softmax, contiguous rows (shared) and transposed rows (recomputed).
+  auto soft = fuse::eval(fuse::softmax(x, fuse::axis<-1>));
+  check(soft, [&](index_t r, index_t j) {
+    double s = 0;
+    for (index_t k = 0; k < n; ++k) s += std::exp(x(r, k) - row_max(x, r));
+    return std::exp(x(r, j) - row_max(x, r)) / s;
+  });
+  auto xt = fuse::eval(fuse::transpose(x));  // [n, m]; its transpose is x with strided rows
+  auto soft_t = fuse::eval(fuse::softmax(fuse::transpose(xt), fuse::axis<-1>));
+  for (index_t r = 0; r < m; ++r)
+    for (index_t j = 0; j < n; ++j) REQUIRE(close(soft_t(r, j), soft(r, j), 1e-6, 1e-12));
+}

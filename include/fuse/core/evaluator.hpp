@@ -134,6 +134,7 @@ struct const_eval {
 template <class Result, class Convert, class F, class... E>
 struct map_eval {
   using value_type = Result;
+  using convert = Convert;
   F f;
   tuple<E...> args;
 
@@ -202,6 +203,7 @@ struct invariant_eval {
 template <class T, std::size_t K>
 struct slot_eval {
   using value_type = T;
+  static constexpr std::size_t index = K;
   const row_slot* slots = nullptr;
   FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t*) {}
   FUSE_HOST_DEVICE FUSE_INLINE void bind(const row_slot* s) { slots = s; }

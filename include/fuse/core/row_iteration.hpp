@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "fuse/core/evaluator_match.hpp"
 #include "fuse/core/iteration.hpp"
 #include "fuse/ops/reduce.hpp"
 
@@ -31,6 +32,7 @@ struct phase_eval {
   using op = Op;
   using acc_type = Acc;
   using result_type = Result;
+  using child_type = ChildEval;
   static constexpr std::size_t slot = K;
   ChildEval child;
   index_t count;  // elements reduced per row (the divisor of mean)
@@ -101,6 +103,7 @@ struct row_iteration {
   int alias[phase_count > 0 ? phase_count : 1];  // alias[k] = j: phase k repeats phase j (copy its slot)
   bool unit;             // every tracker has stride 1 along the last axis
   bool root_reduction;   // the output is one value per row
+  bool cache_ok = false; // CPU: a phase's operand is reused by the epilogue (backend/cpu/row_cache.hpp)
 
   FUSE_HOST_DEVICE index_t rows() const {
     index_t n = 1;
@@ -166,17 +169,23 @@ auto make_row_iteration(const destination<T, RD>& dst, const E& e, const shape_t
     for (std::size_t k = it.root_reduction ? 1 : 0; k < sets.size(); ++k) it.unit = it.unit && sets[k][R - 1] == 1;
 
   // A phase identical to an earlier one (the same reduction written twice, as softmax's max) is
-  // computed once: same type and the same bytes (pointers, strides, constants).
+  // computed once: the same reduction of the same operand (evaluator_match.hpp).
   std::fill(it.alias, it.alias + (it.phase_count > 0 ? it.phase_count : 1), -1);
   [&]<std::size_t... K>(std::index_sequence<K...>) {
     auto check = [&]<std::size_t k>(std::integral_constant<std::size_t, k>) {
-      auto& pk = get<k>(it.phases);
+      const auto& pk = get<k>(it.phases);
+      using PK = std::remove_cvref_t<decltype(pk)>;
       [&]<std::size_t... J>(std::index_sequence<J...>) {
-        ((it.alias[k] < 0 && std::is_same_v<std::remove_cvref_t<decltype(get<J>(it.phases))>, std::remove_cvref_t<decltype(pk)>> &&
-                  std::memcmp(static_cast<const void*>(&get<J>(it.phases)), static_cast<const void*>(&pk), sizeof(pk)) == 0
-              ? (void)(it.alias[k] = int(J))
-              : (void)0),
-         ...);
+        auto same = [&](const auto& pj) {
+          using PJ = std::remove_cvref_t<decltype(pj)>;
+          if constexpr (std::is_same_v<typename PJ::op, typename PK::op> && std::is_same_v<typename PJ::acc_type, typename PK::acc_type> &&
+                        std::is_same_v<typename PJ::result_type, typename PK::result_type> &&
+                        same_shape<typename PJ::child_type, typename PK::child_type>::value)
+            return pj.count == pk.count && same_value(pj.child, pk.child, it.alias);
+          else
+            return false;
+        };
+        ((it.alias[k] < 0 && same(get<J>(it.phases)) ? (void)(it.alias[k] = int(J)) : (void)0), ...);
       }(std::make_index_sequence<k>{});
     };
     (check(std::integral_constant<std::size_t, K>{}), ...);

@@ -3,13 +3,17 @@
 // block_elements, blocks combined in double), then the epilogue writes the row. A row of a few
 // thousand elements stays in L1/L2 between phases, so memory sees one read and one write.
 // With fewer rows than threads (a full reduction, a single long row), each row is split across
-// the threads instead, phase by phase.
+// the threads instead, phase by phase. A phase whose expensive operand the epilogue repeats
+// (softmax's exp(x - max)) stores it in a row buffer for the epilogue (row_cache.hpp).
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
+#include <memory>
 #include <vector>
 
 #include "fuse/backend/cpu/executor.hpp"
+#include "fuse/backend/cpu/row_cache.hpp"
 #include "fuse/core/row_iteration.hpp"
 
 namespace fuse::detail {
@@ -21,9 +25,10 @@ namespace fuse::detail {
 #endif
 inline constexpr index_t block_elements = FUSE_ROW_BLOCK_ELEMENTS;
 
-// Reduces elements [begin, end) of the current row of ev with Op.
-template <class Op, class Acc, bool Unit, class Ev>
-typename Op::template total_t<Acc> reduce_range(const Ev& row_ev, index_t begin, index_t end) {
+// Reduces elements [begin, end) of the current row of ev with Op; with a buffer, also stores each
+// element there (for the epilogue, see row_cache.hpp).
+template <class Op, class Acc, bool Unit, class Ev, class Store = std::nullptr_t>
+typename Op::template total_t<Acc> reduce_range(const Ev& row_ev, index_t begin, index_t end, Store store = nullptr) {
   // A private copy: its members (row pointers, per-row constants) cannot alias anything written.
   const Ev ev = row_ev;
   using Total = typename Op::template total_t<Acc>;
@@ -36,9 +41,17 @@ typename Op::template total_t<Acc> reduce_range(const Ev& row_ev, index_t begin,
     index_t i = b;
     for (; i + W <= e; i += W) {
       FUSE_SIMD_LOOP
-      for (int l = 0; l < W; ++l) lane[l] = Op::combine(lane[l], static_cast<Acc>(ev.template at<Unit>(i + l)));
+      for (int l = 0; l < W; ++l) {
+        const auto v = ev.template at<Unit>(i + l);
+        if constexpr (!std::is_null_pointer_v<Store>) store[i + l] = v;
+        lane[l] = Op::combine(lane[l], static_cast<Acc>(v));
+      }
     }
-    for (; i < e; ++i) lane[0] = Op::combine(lane[0], static_cast<Acc>(ev.template at<Unit>(i)));
+    for (; i < e; ++i) {
+      const auto v = ev.template at<Unit>(i);
+      if constexpr (!std::is_null_pointer_v<Store>) store[i] = v;
+      lane[0] = Op::combine(lane[0], static_cast<Acc>(v));
+    }
     for (int w = W / 2; w > 0; w /= 2)
       for (int l = 0; l < w; ++l) lane[l] = Op::combine(lane[l], lane[l + w]);
     total = Op::combine(total, static_cast<Total>(lane[0]));
@@ -46,9 +59,9 @@ typename Op::template total_t<Acc> reduce_range(const Ev& row_ev, index_t begin,
   return total;
 }
 
-template <bool Unit, class Phase>
+template <bool Unit, class Phase, class Store = std::nullptr_t>
 auto reduce_row(Phase& p, const index_t* shape, std::size_t inner_first, std::size_t R, index_t* idx,
-                index_t begin, index_t end) {
+                index_t begin, index_t end, Store store = nullptr) {
   using Op = typename Phase::op;
   using Acc = typename Phase::acc_type;
   auto total = Op::template identity<typename Op::template total_t<Acc>>();
@@ -60,7 +73,7 @@ auto reduce_row(Phase& p, const index_t* shape, std::size_t inner_first, std::si
     index_t q = s;
     unflatten(q, shape, inner_first, R - 1, idx);
     p.child.seek(idx);
-    total = Op::combine(total, reduce_range<Op, Acc, Unit>(p.child, begin, end));
+    total = Op::combine(total, reduce_range<Op, Acc, Unit>(p.child, begin, end, store));  // store: one sub-row
   }
   return total;
 }
@@ -106,39 +119,66 @@ void write_row(const It& it, Ev& ev, index_t* idx, index_t begin, index_t end) {
   }
 }
 
-// One row: phases, then the epilogue. idx holds the row's outer index.
-template <bool Unit, class It, class Ev, class Phases>
-void run_row(const It& it, Ev& ev, Phases& phases, row_slot* slots, index_t* idx) {
+// One row: phases, then the epilogue. idx holds the row's outer index. Phase Cached (if >= 0)
+// also stores its operand in buf.
+template <bool Unit, int Cached = -1, class It, class Ev, class Phases, class Buf = std::nullptr_t>
+void run_row(const It& it, Ev& ev, Phases& phases, row_slot* slots, index_t* idx, Buf buf = nullptr) {
   constexpr std::size_t R = It::rank;
   const index_t n = it.shape[R - 1];
-  std::size_t k = 0;
-  for_each(phases, [&](auto& p) {
-    using P = std::remove_cvref_t<decltype(p)>;
-    if (it.alias[k] >= 0) {
-      slots[P::slot] = slots[get_slot_of(phases, it.alias[k])];
-    } else {
-      const auto total = reduce_row<Unit>(p, it.shape, it.inner_first, R, idx, 0, n);
-      write_slot(slots[P::slot], P::op::template finalize<typename P::result_type>(total, p.count));
-    }
-    ++k;
-  });
+  [&]<std::size_t... K>(std::index_sequence<K...>) {
+    auto phase = [&]<std::size_t k>(std::integral_constant<std::size_t, k>) {
+      auto& p = get<k>(phases);
+      using P = std::remove_cvref_t<decltype(p)>;
+      if (it.alias[k] >= 0) {
+        slots[P::slot] = slots[get_slot_of(phases, it.alias[k])];
+      } else {
+        const auto total = [&] {
+          if constexpr (int(k) == Cached) return reduce_row<Unit>(p, it.shape, it.inner_first, R, idx, 0, n, buf);
+          else return reduce_row<Unit>(p, it.shape, it.inner_first, R, idx, 0, n);
+        }();
+        write_slot(slots[P::slot], P::op::template finalize<typename P::result_type>(total, p.count));
+      }
+    };
+    (phase(std::integral_constant<std::size_t, K>{}), ...);
+  }(std::make_index_sequence<Phases::size>{});
   write_row<Unit>(it, ev, idx, 0, n);
+}
+
+// Rows [first, last); phase Cached (>= 0) shares its operand with the epilogue through a buffer.
+template <bool Unit, int Cached, class It>
+void run_rows_with(const It& it, index_t first, index_t last) {
+  constexpr std::size_t R = It::rank;
+  auto phases = it.phases;
+  row_slot slots[It::phase_count > 0 ? It::phase_count : 1] = {};
+  for_each(phases, [&](auto& p) { p.bind(slots); });
+  index_t idx[R] = {};
+  auto rows = [&](auto& ev, auto buf) {
+    ev.bind(slots);
+    for (index_t o = first; o < last; ++o) {
+      index_t q = o;
+      unflatten(q, it.shape, 0, it.inner_first, idx);
+      run_row<Unit, Cached>(it, ev, phases, slots, idx, buf);
+    }
+  };
+  if constexpr (Cached >= 0) {
+    using C = phase_child_t<decltype(it.phases), std::size_t(Cached)>;
+    using CT = typename C::value_type;
+    std::unique_ptr<CT[]> buf(new CT[std::size_t(std::max<index_t>(it.shape[R - 1], 1))]);
+    auto ev = substitute<C>(it.eval, static_cast<const CT*>(buf.get()));
+    rows(ev, buf.get());
+  } else {
+    auto ev = it.eval;
+    rows(ev, nullptr);
+  }
 }
 
 template <bool Unit, class It>
 void run_rows(const It& it, index_t first, index_t last) {
-  constexpr std::size_t R = It::rank;
-  auto ev = it.eval;
-  auto phases = it.phases;
-  row_slot slots[It::phase_count > 0 ? It::phase_count : 1] = {};
-  ev.bind(slots);
-  for_each(phases, [&](auto& p) { p.bind(slots); });
-  index_t idx[R] = {};
-  for (index_t o = first; o < last; ++o) {
-    index_t q = o;
-    unflatten(q, it.shape, 0, it.inner_first, idx);
-    run_row<Unit>(it, ev, phases, slots, idx);
+  constexpr int cached = cached_phase<decltype(it.eval), decltype(it.phases)>();
+  if constexpr (Unit && cached >= 0) {
+    if (it.cache_ok) return run_rows_with<Unit, cached>(it, first, last);
   }
+  run_rows_with<Unit, -1>(it, first, last);
 }
 
 #if defined(_OPENMP)
@@ -196,10 +236,30 @@ void run_split_rows(const It& it, int threads) {
 }
 #endif
 
+// May the rows reuse a phase's operand in the epilogue (row_cache.hpp)? Contiguous single rows that
+// fit the buffer, the phase not a repeat of another, and every repeat of its operand in the
+// epilogue the same value.
 template <class It>
-void run_row_kernel(const cpu& exec, const It& it) {
-  const index_t rows = it.rows();
+bool may_cache(const It& it) {
+  constexpr int k = cached_phase<decltype(it.eval), decltype(it.phases)>();
+  if constexpr (k < 0) {
+    return false;
+  } else {
+    constexpr std::size_t R = It::rank;
+    using C = phase_child_t<decltype(it.phases), std::size_t(k)>;
+    const auto& child = get<std::size_t(k)>(it.phases).child;
+    return it.unit && it.inner_first == R - 1 && !it.root_reduction && it.alias[k] < 0 &&
+           std::size_t(it.shape[R - 1]) * sizeof(typename C::value_type) <= cache_max_bytes &&
+           all_occurrences_equal(it.eval, child, it.alias);
+  }
+}
+
+template <class It>
+void run_row_kernel(const cpu& exec, const It& it_in) {
+  const index_t rows = it_in.rows();
   if (rows == 0) return;
+  It it = it_in;
+  it.cache_ok = may_cache(it);
   const index_t work = rows * std::max<index_t>(it.row_elements(), 1);
   [[maybe_unused]] const int threads = static_cast<int>(std::clamp<index_t>(work / min_elements_per_thread, 1, exec.thread_count()));
   auto body = [&](index_t t, index_t nt) {

@@ -1,0 +1,110 @@
+// fuse/backend/cpu/row_cache.hpp - reuse a phase's operand in the epilogue instead of recomputing it.
+//
+// softmax is exp(x - max) * (1 / sum(exp(x - max))): the sum phase computes exp(x - max) for every
+// element of the row, and the epilogue computes it again. When a phase's operand is expensive
+// (transcendental functions) and the epilogue contains the same subexpression, the phase stores
+// its values in a per-thread row buffer (L1/L2 resident) and the epilogue reads them back.
+//
+// "The same" is decided twice: at compile time the evaluator types must match up to slot numbers
+// (softmax's two max nodes are separate slots), and at run time the bytes must match (pointers,
+// strides, constants) with slots equal after aliasing. Otherwise the kernel recomputes, as before.
+#pragma once
+
+#include <cstring>
+#include <type_traits>
+
+#include "fuse/core/evaluator.hpp"
+#include "fuse/core/evaluator_match.hpp"
+#include "fuse/core/row_iteration.hpp"
+
+namespace fuse::detail {
+
+// FUSE_ROW_CACHE=0 turns the reuse off (to measure it).
+#ifndef FUSE_ROW_CACHE
+#define FUSE_ROW_CACHE 1
+#endif
+
+// Operands cheaper than this many flops per element are recomputed (a buffer store + load costs
+// about as much as a few arithmetic ops).
+inline constexpr int cache_min_flops = 8;
+// Longest row whose operand is buffered (bytes, per thread: stays in L2).
+inline constexpr std::size_t cache_max_bytes = std::size_t(1) << 20;
+
+// Element i of the current row from the buffer a phase filled.
+template <class T>
+struct cached_eval {
+  using value_type = T;
+  const T* buf = nullptr;
+  FUSE_INLINE void seek(const index_t*) {}
+  FUSE_INLINE void bind(const row_slot*) {}
+  template <bool Unit>
+  FUSE_INLINE T at(index_t i) const { return buf[i]; }
+  template <class F>
+  void for_each_tracker(F&&) {}
+};
+
+template <class E>
+struct flops_of : std::integral_constant<int, 0> {};
+template <class R, class C, class F, class... A>
+struct flops_of<map_eval<R, C, F, A...>> : std::integral_constant<int, (F::flops + ... + flops_of<A>::value)> {};
+
+// Occurrences in E of a subtree shaped like C.
+template <class C, class E>
+struct occurrences : std::integral_constant<int, same_shape<E, C>::value ? 1 : 0> {};
+template <class C, class R, class Cv, class F, class... A>
+struct occurrences<C, map_eval<R, Cv, F, A...>>
+    : std::integral_constant<int, same_shape<map_eval<R, Cv, F, A...>, C>::value ? 1 : (0 + ... + occurrences<C, A>::value)> {};
+template <class C, class T, class I>
+struct occurrences<C, invariant_eval<T, I>> : std::integral_constant<int, 0> {};  // row constants: cheap already
+
+// Does every subtree of e shaped like c hold the same value?
+template <class C, class E>
+bool all_occurrences_equal(const E& e, const C& c, const int* alias) {
+  if constexpr (same_shape<E, C>::value) {
+    return same_value(e, c, alias);
+  } else if constexpr (requires { e.args; }) {
+    bool ok = true;
+    for_each(e.args, [&](const auto& a) { ok = ok && all_occurrences_equal(a, c, alias); });
+    return ok;
+  } else {
+    return true;
+  }
+}
+
+// e with every subtree shaped like C replaced by a read of the buffer.
+template <class C, class T, class E>
+auto substitute(const E& e, const T* buf) {
+  if constexpr (same_shape<E, C>::value) {
+    return cached_eval<T>{buf};
+  } else if constexpr (requires { e.args; }) {
+    return apply(
+        [&](const auto&... a) {
+          using M = map_eval<typename E::value_type, typename E::convert, std::remove_cvref_t<decltype(e.f)>,
+                             decltype(substitute<C>(a, buf))...>;
+          return M{e.f, make_tuple_of(substitute<C>(a, buf)...)};
+        },
+        e.args);
+  } else {
+    return e;
+  }
+}
+
+template <class Phases, std::size_t K>
+using phase_child_t = decltype(std::declval<std::remove_cvref_t<decltype(get<K>(std::declval<Phases&>()))>>().child);
+
+// The phase whose operand the epilogue Ev reuses: the last expensive one that occurs in it; -1
+// when none.
+template <class Ev, class Phases>
+constexpr int cached_phase() {
+  int found = -1;
+  if (!FUSE_ROW_CACHE) return found;
+  [&]<std::size_t... K>(std::index_sequence<K...>) {
+    ((found = flops_of<phase_child_t<Phases, K>>::value >= cache_min_flops && occurrences<phase_child_t<Phases, K>, Ev>::value > 0
+                  ? int(K)
+                  : found),
+     ...);
+  }(std::make_index_sequence<Phases::size>{});
+  return found;
+}
+
+}  // namespace fuse::detail
