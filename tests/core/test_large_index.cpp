@@ -4,7 +4,7 @@
 
 using namespace fuse_test;
 
-TEST_CASE("64-bit indexing: a stride-0 view of 2^32 + 3 elements", "[core][index]") {
+TEST_CASE("64-bit indexing: a stride-0 view of 2^32 + 3 elements", "[core][index][large]") {
   const index_t n = (index_t(1) << 32) + 3;
   const int one = 1;
   auto v = fuse::view(&one, shape<1>{n}, shape<1>{0});

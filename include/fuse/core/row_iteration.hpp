@@ -185,6 +185,7 @@ auto make_row_iteration(const destination<T, RD>& dst, const E& e, const shape_t
           else
             return false;
         };
+        (void)same;  // unused for the first phase (no earlier J)
         ((it.alias[k] < 0 && same(get<J>(it.phases)) ? (void)(it.alias[k] = int(J)) : (void)0), ...);
       }(std::make_index_sequence<k>{});
     };
