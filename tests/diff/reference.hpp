@@ -364,7 +364,7 @@ struct reference {
         for (auto p : at) se += std::exp(xv[p].v - mx);
         for (auto p : at) {
           const double w = std::exp(xv[p].v - mx) / se;
-          if (n.kind == op::softmax) normed[p] = {w, w * std::expm1(2 * emax) + (k_ulp + len) * u * w + u * 1e-30};
+          if (n.kind == op::softmax) normed[p] = {w, w * std::expm1(2 * emax) + (k_ulp + len) * u * w};
           else normed[p] = {xv[p].v - mx - std::log(se), xv[p].e + emax + 2 * (k_ulp + len) * u + 2 * u * (std::fabs(xv[p].v) + std::fabs(mx))};
         }
       } else if (n.kind == op::rms_norm) {

@@ -103,7 +103,6 @@ struct row_iteration {
   int alias[phase_count > 0 ? phase_count : 1];  // alias[k] = j: phase k repeats phase j (copy its slot)
   bool unit;             // every tracker has stride 1 along the last axis
   bool root_reduction;   // the output is one value per row
-  bool cache_ok = false; // CPU: a phase's operand is reused by the epilogue (backend/cpu/row_cache.hpp)
 
   FUSE_HOST_DEVICE index_t rows() const {
     index_t n = 1;

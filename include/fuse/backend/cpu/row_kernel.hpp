@@ -172,11 +172,12 @@ void run_rows_with(const It& it, index_t first, index_t last) {
   }
 }
 
+// reuse: may_cache(it), decided once per kernel.
 template <bool Unit, class It>
-void run_rows(const It& it, index_t first, index_t last) {
+void run_rows(const It& it, index_t first, index_t last, bool reuse) {
   constexpr int cached = cached_phase<decltype(it.eval), decltype(it.phases)>();
   if constexpr (Unit && cached >= 0) {
-    if (it.cache_ok) return run_rows_with<Unit, cached>(it, first, last);
+    if (reuse) return run_rows_with<Unit, cached>(it, first, last);
   }
   run_rows_with<Unit, -1>(it, first, last);
 }
@@ -255,17 +256,16 @@ bool may_cache(const It& it) {
 }
 
 template <class It>
-void run_row_kernel(const cpu& exec, const It& it_in) {
-  const index_t rows = it_in.rows();
+void run_row_kernel(const cpu& exec, const It& it) {
+  const index_t rows = it.rows();
   if (rows == 0) return;
-  It it = it_in;
-  it.cache_ok = may_cache(it);
+  const bool reuse = may_cache(it);
   const index_t work = rows * std::max<index_t>(it.row_elements(), 1);
   [[maybe_unused]] const int threads = static_cast<int>(std::clamp<index_t>(work / min_elements_per_thread, 1, exec.thread_count()));
   auto body = [&](index_t t, index_t nt) {
     const index_t b = rows * t / nt, e = rows * (t + 1) / nt;
-    if (it.unit) run_rows<true>(it, b, e);
-    else run_rows<false>(it, b, e);
+    if (it.unit) run_rows<true>(it, b, e, reuse);
+    else run_rows<false>(it, b, e, reuse);
   };
 #if defined(_OPENMP)
   if (threads > 1 && rows >= threads) {
