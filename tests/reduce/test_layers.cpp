@@ -32,6 +32,28 @@ TEST_CASE("softmax and log_softmax match the reference, fused and eager, every r
   }
 }
 
+// An output of at least 16 MiB is written with streaming stores (the row kernel's epilogue, as the
+// elementwise kernel): into a destination that starts off a 64-byte line and has odd rows.
+TEST_CASE("softmax into a large misaligned destination (streaming stores)") {
+  const index_t m = 4099, n = 1027;  // 16.8 MB of floats
+  auto x = random<float, 2>({m, n}, 21, -6, 6);
+  std::vector<float> storage(std::size_t(m * n) + 1, -1.f);
+  auto y = fuse::view(storage.data() + 1, m, n);
+  fuse::assign(y, fuse::softmax(x, fuse::axis<-1>));
+  CHECK(storage[0] == -1.f);
+  for (index_t r : {index_t(0), index_t(1), m / 2, m - 1}) {
+    auto ref = softmax_ref(std::vector<double>(x.data() + r * n, x.data() + (r + 1) * n));
+    for (index_t j = 0; j < n; ++j) REQUIRE(close(y(r, j), ref[j], 2e-5, 1e-12));
+  }
+  double total = 0;  // every row sums to 1: no line left unwritten
+  for (index_t r = 0; r < m; ++r) {
+    double s = 0;
+    for (index_t j = 0; j < n; ++j) s += y(r, j);
+    total += std::abs(s - 1);
+  }
+  CHECK(total / double(m) < 1e-5);
+}
+
 TEST_CASE("softmax of +-1e4 logits, of all -inf rows (NaN), logsumexp of -inf (-inf)") {
   fuse::tensor<float, 2> x(3, 4);
   const float inf = std::numeric_limits<float>::infinity();

@@ -135,6 +135,33 @@ TEST_CASE("NaN propagates through max, min and sum from any position") {
   }
 }
 
+// max and min run a NaN-free fast path over blocks and repeat a block exactly when it holds a NaN
+// or an infinity: the infinities must come out as values, not as NaN.
+TEST_CASE("max and min of rows holding infinities, from any position") {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (index_t n : {index_t(1), index_t(64), index_t(100)}) {
+    for (index_t pos : {index_t(0), n / 2, n - 1}) {
+      auto x = random<float, 2>({3, n}, 12);
+      x(0, pos) = inf;
+      x(1, pos) = -inf;
+      for (index_t j = 0; j < n; ++j) x(2, j) = -inf;
+      auto mx = fuse::eval(fuse::max(x, fuse::axis<-1>));
+      auto mn = fuse::eval(fuse::min(x, fuse::axis<-1>));
+      auto row = [&](index_t r) { return std::vector<double>(x.data() + r * n, x.data() + (r + 1) * n); };
+      CHECK(mx(0, 0) == inf);
+      CHECK(mn(1, 0) == -inf);
+      CHECK(mx(2, 0) == -inf);
+      CHECK(mn(2, 0) == -inf);
+      CHECK(mx(1, 0) == float(n == 1 ? -inf : ref_max(row(1))));
+      CHECK(-mn(0, 0) == float(n == 1 ? -inf : ref_max([&] {
+                                  auto v = row(0);
+                                  for (double& e : v) e = -e;
+                                  return v;
+                                }())));
+    }
+  }
+}
+
 TEST_CASE("empty extents: identities, NaN for mean and var, an error for max") {
   fuse::tensor<float, 2> e(4, 0);
   auto s = fuse::eval(fuse::sum(e, fuse::axis<-1>));

@@ -79,6 +79,9 @@ struct max_op {
     else return std::numeric_limits<A>::lowest();
   }
   template <class A> FUSE_HOST_DEVICE FUSE_INLINE static constexpr A combine(A a, A b) { return (a > b || a != a) ? a : b; }
+  // Right when neither is NaN: a single vmaxps instead of two compares and a blend. The CPU row
+  // kernel uses it over blocks it has checked to hold no NaN (reduce_block).
+  template <class A> FUSE_HOST_DEVICE FUSE_INLINE static constexpr A finite_combine(A a, A b) { return a > b ? a : b; }
   template <class R, class Total> FUSE_HOST_DEVICE FUSE_INLINE static R finalize(Total t, index_t) { return static_cast<R>(t); }
 };
 // As max_op, but an empty reduction gives -inf instead of an error (logsumexp's shift).
@@ -97,6 +100,7 @@ struct min_op {
     else return std::numeric_limits<A>::max();
   }
   template <class A> FUSE_HOST_DEVICE FUSE_INLINE static constexpr A combine(A a, A b) { return (a < b || a != a) ? a : b; }
+  template <class A> FUSE_HOST_DEVICE FUSE_INLINE static constexpr A finite_combine(A a, A b) { return a < b ? a : b; }
   template <class R, class Total> FUSE_HOST_DEVICE FUSE_INLINE static R finalize(Total t, index_t) { return static_cast<R>(t); }
 };
 

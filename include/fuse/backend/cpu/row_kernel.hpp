@@ -14,6 +14,7 @@
 
 #include "fuse/backend/cpu/executor.hpp"
 #include "fuse/backend/cpu/row_cache.hpp"
+#include "fuse/backend/cpu/row_prefetch.hpp"
 #include "fuse/core/row_iteration.hpp"
 
 namespace fuse::detail {
@@ -25,36 +26,68 @@ namespace fuse::detail {
 #endif
 inline constexpr index_t block_elements = FUSE_ROW_BLOCK_ELEMENTS;
 
-// Reduces elements [begin, end) of the current row of ev with Op; with a buffer, also stores each
-// element there (for the epilogue, see row_cache.hpp).
+// Ops with a cheaper combine that is right on NaN-free data (max, min: see reduce.hpp).
+template <class Op, class Acc>
+concept has_finite_combine = std::is_floating_point_v<Acc> && requires(Acc a) { Op::finite_combine(a, a); };
+
+// Elements [b, e) of the current row folded with Op (W lanes, so that the compiler vectorises and
+// the latency of combine is hidden); with a buffer, also stores each element there (for the
+// epilogue, see row_cache.hpp). Finite: combines with Op::finite_combine and sums v * 0 on the
+// side, which is NaN exactly when some v is NaN or infinite; then `clean` says whether the result
+// can be used (otherwise the caller repeats the block with Op::combine).
+template <class Op, class Acc, bool Unit, bool Finite, class Ev, class Store>
+Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean) {
+  constexpr int W = sizeof(Acc) >= 8 ? 16 : 32;  // two 64-byte registers of lanes
+  Acc lane[W], probe[W];
+  for (int l = 0; l < W; ++l) lane[l] = Op::template identity<Acc>(), probe[l] = Acc(0);
+  index_t i = b;
+  for (; i + W <= e; i += W) {
+    FUSE_SIMD_LOOP
+    for (int l = 0; l < W; ++l) {
+      const auto v = ev.template at<Unit>(i + l);
+      if constexpr (!std::is_null_pointer_v<Store>) store[i + l] = v;
+      if constexpr (Finite) {
+        lane[l] = Op::finite_combine(lane[l], static_cast<Acc>(v));
+        probe[l] += static_cast<Acc>(v) * Acc(0);
+      } else {
+        lane[l] = Op::combine(lane[l], static_cast<Acc>(v));
+      }
+    }
+  }
+  for (; i < e; ++i) {
+    const auto v = ev.template at<Unit>(i);
+    if constexpr (!std::is_null_pointer_v<Store>) store[i] = v;
+    lane[0] = Op::combine(lane[0], static_cast<Acc>(v));
+  }
+  if constexpr (Finite) {
+    Acc p = 0;
+    for (int l = 0; l < W; ++l) p += probe[l];
+    clean = p == Acc(0);
+  }
+  for (int w = W / 2; w > 0; w /= 2)
+    for (int l = 0; l < w; ++l) lane[l] = Op::combine(lane[l], lane[l + w]);
+  return lane[0];
+}
+
+// Reduces elements [begin, end) of the current row of ev with Op, block by block (float sums in
+// float lanes per block of block_elements, blocks combined in double).
 template <class Op, class Acc, bool Unit, class Ev, class Store = std::nullptr_t>
 typename Op::template total_t<Acc> reduce_range(const Ev& row_ev, index_t begin, index_t end, Store store = nullptr) {
   // A private copy: its members (row pointers, per-row constants) cannot alias anything written.
   const Ev ev = row_ev;
   using Total = typename Op::template total_t<Acc>;
-  constexpr int W = sizeof(Acc) >= 8 ? 16 : 32;  // two 64-byte registers of lanes: latency hidden
   Total total = Op::template identity<Total>();
   for (index_t b = begin; b < end; b += block_elements) {
     const index_t e = std::min(end, b + block_elements);
-    Acc lane[W];
-    for (int l = 0; l < W; ++l) lane[l] = Op::template identity<Acc>();
-    index_t i = b;
-    for (; i + W <= e; i += W) {
-      FUSE_SIMD_LOOP
-      for (int l = 0; l < W; ++l) {
-        const auto v = ev.template at<Unit>(i + l);
-        if constexpr (!std::is_null_pointer_v<Store>) store[i + l] = v;
-        lane[l] = Op::combine(lane[l], static_cast<Acc>(v));
-      }
+    bool clean = true;
+    Acc block;
+    if constexpr (has_finite_combine<Op, Acc>) {
+      block = reduce_block<Op, Acc, Unit, true>(ev, b, e, store, clean);
+      if (!clean) block = reduce_block<Op, Acc, Unit, false>(ev, b, e, nullptr, clean);  // a NaN or inf: exact
+    } else {
+      block = reduce_block<Op, Acc, Unit, false>(ev, b, e, store, clean);
     }
-    for (; i < e; ++i) {
-      const auto v = ev.template at<Unit>(i);
-      if constexpr (!std::is_null_pointer_v<Store>) store[i] = v;
-      lane[0] = Op::combine(lane[0], static_cast<Acc>(v));
-    }
-    for (int w = W / 2; w > 0; w /= 2)
-      for (int l = 0; l < w; ++l) lane[l] = Op::combine(lane[l], lane[l + w]);
-    total = Op::combine(total, static_cast<Total>(lane[0]));
+    total = Op::combine(total, static_cast<Total>(block));
   }
   return total;
 }
@@ -88,10 +121,31 @@ std::size_t get_slot_of(const Phases& phases, int j) {
   return slot;
 }
 
+// Does the epilogue write with streaming stores? As the elementwise kernel (executor.hpp): large
+// contiguous outputs, which then cost no read of the lines they write.
+template <class It>
+bool streams(const It& it) {
+  using T = std::remove_pointer_t<decltype(it.out)>;
+  if constexpr (can_stream_v<T>) {
+    return it.unit && !it.root_reduction && std::size_t(it.size()) * sizeof(T) >= streaming_store_bytes;
+  } else {
+    return false;
+  }
+}
+
+// Streaming stores are weakly ordered: a thread publishes them before it joins.
+inline void publish_streamed(bool stream) {
+#if defined(__SSE2__)
+  if (stream) _mm_sfence();
+#else
+  (void)stream;
+#endif
+}
+
 // The epilogue of the row at idx (outer part set), elements [begin, end) of every sub-row; a
 // reduction root writes its one value per row instead.
 template <bool Unit, class It, class Ev>
-void write_row(const It& it, Ev& ev, index_t* idx, index_t begin, index_t end) {
+void write_row(const It& it, Ev& ev, index_t* idx, index_t begin, index_t end, bool stream) {
   constexpr std::size_t R = It::rank;
   using T = std::remove_pointer_t<decltype(it.out)>;
   if (it.root_reduction) {
@@ -111,6 +165,12 @@ void write_row(const It& it, Ev& ev, index_t* idx, index_t begin, index_t end) {
     const Ev e = ev;  // a private copy: the stores below cannot alias its per-row constants
     T* row = it.out + row_offset<R>(it.out_stride, idx);
     if constexpr (Unit) {
+      if constexpr (can_stream_v<T>) {
+        if (stream) {
+          write_streaming(row, e, begin, end);
+          continue;
+        }
+      }
       FUSE_SIMD_LOOP
       for (index_t i = begin; i < end; ++i) row[i] = e.template at<true>(i);
     } else {
@@ -122,7 +182,7 @@ void write_row(const It& it, Ev& ev, index_t* idx, index_t begin, index_t end) {
 // One row: phases, then the epilogue. idx holds the row's outer index. Phase Cached (if >= 0)
 // also stores its operand in buf.
 template <bool Unit, int Cached = -1, class It, class Ev, class Phases, class Buf = std::nullptr_t>
-void run_row(const It& it, Ev& ev, Phases& phases, row_slot* slots, index_t* idx, Buf buf = nullptr) {
+void run_row(const It& it, Ev& ev, Phases& phases, row_slot* slots, index_t* idx, bool stream, Buf buf = nullptr) {
   constexpr std::size_t R = It::rank;
   const index_t n = it.shape[R - 1];
   [&]<std::size_t... K>(std::index_sequence<K...>) {
@@ -141,23 +201,24 @@ void run_row(const It& it, Ev& ev, Phases& phases, row_slot* slots, index_t* idx
     };
     (phase(std::integral_constant<std::size_t, K>{}), ...);
   }(std::make_index_sequence<Phases::size>{});
-  write_row<Unit>(it, ev, idx, 0, n);
+  write_row<Unit>(it, ev, idx, 0, n, stream);
 }
 
 // Rows [first, last); phase Cached (>= 0) shares its operand with the epilogue through a buffer.
 template <bool Unit, int Cached, class It>
-void run_rows_with(const It& it, index_t first, index_t last) {
+void run_rows_with(const It& it, index_t first, index_t last, bool stream) {
   constexpr std::size_t R = It::rank;
   auto phases = it.phases;
   row_slot slots[It::phase_count > 0 ? It::phase_count : 1] = {};
   for_each(phases, [&](auto& p) { p.bind(slots); });
-  index_t idx[R] = {};
+  index_t idx[R] = {}, next[R] = {};
+  const row_prefetch<R> prefetch(it);
   auto rows = [&](auto& ev, auto buf) {
     ev.bind(slots);
     for (index_t o = first; o < last; ++o) {
-      index_t q = o;
-      unflatten(q, it.shape, 0, it.inner_first, idx);
-      run_row<Unit, Cached>(it, ev, phases, slots, idx, buf);
+      unflatten(o, it.shape, 0, it.inner_first, idx);
+      if (o + 1 < last) unflatten(o + 1, it.shape, 0, it.inner_first, next), prefetch(next);
+      run_row<Unit, Cached>(it, ev, phases, slots, idx, stream, buf);
     }
   };
   if constexpr (Cached >= 0) {
@@ -174,19 +235,19 @@ void run_rows_with(const It& it, index_t first, index_t last) {
 
 // reuse: may_cache(it), decided once per kernel.
 template <bool Unit, class It>
-void run_rows(const It& it, index_t first, index_t last, bool reuse) {
+void run_rows(const It& it, index_t first, index_t last, bool reuse, bool stream) {
   constexpr int cached = cached_phase<decltype(it.eval), decltype(it.phases)>();
   if constexpr (Unit && cached >= 0) {
-    if (reuse) return run_rows_with<Unit, cached>(it, first, last);
+    if (reuse) return run_rows_with<Unit, cached>(it, first, last, stream);
   }
-  run_rows_with<Unit, -1>(it, first, last);
+  run_rows_with<Unit, -1>(it, first, last, stream);
 }
 
 #if defined(_OPENMP)
 // Fewer rows than threads: each row's phases and epilogue are split across the threads along the
 // last axis; partial results are combined before the next phase.
 template <bool Unit, class It>
-void run_split_rows(const It& it, int threads) {
+void run_split_rows(const It& it, int threads, bool stream) {
   constexpr std::size_t R = It::rank;
   const index_t rows = it.rows();
   const index_t n = it.shape[R - 1];
@@ -221,7 +282,7 @@ void run_split_rows(const It& it, int threads) {
     if (it.root_reduction) {
       auto ev = it.eval;
       ev.bind(slots.data());
-      write_row<Unit>(it, ev, idx, 0, n);
+      write_row<Unit>(it, ev, idx, 0, n, false);
       continue;
     }
 #pragma omp parallel num_threads(threads)
@@ -231,7 +292,8 @@ void run_split_rows(const It& it, int threads) {
       ev.bind(slots.data());
       index_t my_idx[R];
       std::copy(idx, idx + R, my_idx);
-      write_row<Unit>(it, ev, my_idx, n * t / nt, n * (t + 1) / nt);
+      write_row<Unit>(it, ev, my_idx, n * t / nt, n * (t + 1) / nt, stream);
+      publish_streamed(stream);
     }
   }
 }
@@ -260,12 +322,14 @@ void run_row_kernel(const cpu& exec, const It& it) {
   const index_t rows = it.rows();
   if (rows == 0) return;
   const bool reuse = may_cache(it);
+  const bool stream = streams(it);
   const index_t work = rows * std::max<index_t>(it.row_elements(), 1);
   [[maybe_unused]] const int threads = static_cast<int>(std::clamp<index_t>(work / min_elements_per_thread, 1, exec.thread_count()));
   auto body = [&](index_t t, index_t nt) {
     const index_t b = rows * t / nt, e = rows * (t + 1) / nt;
-    if (it.unit) run_rows<true>(it, b, e, reuse);
-    else run_rows<false>(it, b, e, reuse);
+    if (it.unit) run_rows<true>(it, b, e, reuse, stream);
+    else run_rows<false>(it, b, e, reuse, stream);
+    publish_streamed(stream);
   };
 #if defined(_OPENMP)
   if (threads > 1 && rows >= threads) {
@@ -273,7 +337,7 @@ void run_row_kernel(const cpu& exec, const It& it) {
     body(omp_get_thread_num(), omp_get_num_threads());
     return;
   }
-  if (threads > 1) return it.unit ? run_split_rows<true>(it, threads) : run_split_rows<false>(it, threads);
+  if (threads > 1) return it.unit ? run_split_rows<true>(it, threads, stream) : run_split_rows<false>(it, threads, stream);
 #endif
   body(0, 1);
 }
