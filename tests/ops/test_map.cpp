@@ -105,3 +105,68 @@ TEMPLATE_TEST_CASE("a hand-written GELU over a named, reused subexpression equal
                   what + ": fuse::gelu eager vs fused");
   }
 }
+
+namespace {
+bool near(double got, double want, double rtol, double atol) { return std::abs(got - want) <= atol + rtol * std::abs(want); }
+}  // namespace
+
+// A subexpression that occurs several times with the same value is evaluated once per element
+// (core/shared_subtree.hpp). A counting functor shows how often it ran; one thread, so the count
+// is exact.
+TEST_CASE("a repeated subexpression is evaluated once per element, only when the copies are equal", "[ops][map][shared]") {
+  const index_t m = 37, n = 101;
+  fuse::tensor<float, 2> x(m, n), w(m, n);
+  fuse::tensor<float, 1> bias(n);
+  fill_random(x, -3, 3);
+  fill_random(w, -3, 3);
+  fill_random(bias, -1, 1);
+  long calls = 0;
+  auto count = [c = &calls](float v, float b) {
+    ++*c;
+    return v + b;
+  };
+  const fuse::cpu one{.threads = 1};
+  auto ref = [&](index_t r, index_t j, const fuse::tensor<float, 2>& a, const fuse::tensor<float, 2>& b) {
+    const double z1 = double(a(r, j) + bias(j)), z2 = double(b(r, j) + bias(j));
+    return 0.5 * z1 * z2 + 0.25 * z1 - z2;
+  };
+  auto check = [&](const fuse::tensor<float, 2>& y, const fuse::tensor<float, 2>& a, const fuse::tensor<float, 2>& b) {
+    for (index_t r = 0; r < m; ++r)
+      for (index_t j = 0; j < n; ++j) REQUIRE(near(y(r, j), ref(r, j, a, b), 1e-5, 1e-5));
+  };
+  SECTION("three equal copies (and 0.5f * z beside 0.25f * z: one shape, two values): one call") {
+    auto z = fuse::map(count, x, bias);
+    auto y = fuse::eval(one, 0.5f * z * z + 0.25f * z - z);
+    CHECK(calls == m * n);
+    check(y, x, x);
+  }
+  SECTION("the same shape over different tensors: each copy runs") {
+    auto y = fuse::eval(one, 0.5f * fuse::map(count, x, bias) * fuse::map(count, w, bias) + 0.25f * fuse::map(count, x, bias) -
+                                 fuse::map(count, w, bias));
+    CHECK(calls == 4 * m * n);
+    check(y, x, w);
+  }
+  SECTION("a functor with other state is another value") {
+    auto count2 = [c = &calls, k = 0.0f](float v, float b) {
+      ++*c;
+      return v + b + k;
+    };
+    auto y = fuse::eval(one, 0.5f * fuse::map(count, x, bias) * fuse::map(count2, x, bias) + 0.25f * fuse::map(count, x, bias) -
+                                 fuse::map(count, x, bias));
+    CHECK(calls == 2 * m * n);  // the three count copies once, count2 once
+    check(y, x, x);
+  }
+  SECTION("in a row kernel: a phase's operand and the epilogue") {
+    auto z = fuse::map(count, x, bias);
+    auto y = fuse::eval(one, z * z - fuse::sum(z * z, fuse::axis<-1>));
+    CHECK(calls == 2 * m * n);  // once in the phase, once in the epilogue
+    for (index_t r = 0; r < m; ++r) {
+      double s = 0;
+      for (index_t j = 0; j < n; ++j) s += double(x(r, j) + bias(j)) * double(x(r, j) + bias(j));
+      for (index_t j = 0; j < n; ++j) {
+        const double zz = double(x(r, j) + bias(j));
+        REQUIRE(near(y(r, j), zz * zz - s, 1e-5, 1e-3));
+      }
+    }
+  }
+}

@@ -74,8 +74,8 @@ struct load_eval {
 
   FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t* outer) { row = base + row_offset<R>(stride, outer); }
   FUSE_HOST_DEVICE FUSE_INLINE void bind(const row_slot*) {}
-  template <bool Unit>
-  FUSE_HOST_DEVICE FUSE_INLINE value_type at(index_t i) const {
+  template <bool Unit, class... Env>
+  FUSE_HOST_DEVICE FUSE_INLINE value_type at(index_t i, const Env&...) const {
     if constexpr (Unit) return row[i];
     else return row[i * stride[R - 1]];
   }
@@ -96,8 +96,8 @@ struct affine_eval {
 
   FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t* outer) { row = row_offset<R>(stride, outer); }
   FUSE_HOST_DEVICE FUSE_INLINE void bind(const row_slot*) {}
-  template <bool Unit>
-  FUSE_HOST_DEVICE FUSE_INLINE index_t at(index_t i) const {
+  template <bool Unit, class... Env>
+  FUSE_HOST_DEVICE FUSE_INLINE index_t at(index_t i, const Env&...) const {
     if constexpr (Unit) return row + i;
     else return row + i * stride[R - 1];
   }
@@ -118,8 +118,8 @@ struct const_eval {
   T value;
   FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t*) {}
   FUSE_HOST_DEVICE FUSE_INLINE void bind(const row_slot*) {}
-  template <bool Unit>
-  FUSE_HOST_DEVICE FUSE_INLINE T at(index_t) const { return value; }
+  template <bool Unit, class... Env>
+  FUSE_HOST_DEVICE FUSE_INLINE T at(index_t, const Env&...) const { return value; }
   template <int V>
   FUSE_HOST_DEVICE FUSE_INLINE lanes<T, V> at_vec(index_t) const {
     lanes<T, V> r;
@@ -145,9 +145,10 @@ struct map_eval {
     for_each(args, [&](auto& a) { a.bind(slots); });
   }
 FUSE_EXEC_CHECK_DISABLE
-  template <bool Unit>
-  FUSE_HOST_DEVICE FUSE_INLINE Result at(index_t i) const {
-    return at_impl<Unit>(i, std::index_sequence_for<E...>{});
+  // env: the values of shared subexpressions (shared_subtree.hpp), passed down to their holes.
+  template <bool Unit, class... Env>
+  FUSE_HOST_DEVICE FUSE_INLINE Result at(index_t i, const Env&... env) const {
+    return at_impl<Unit>(i, std::index_sequence_for<E...>{}, env...);
   }
   // V consecutive elements of the row (unit stride): each child's lanes, then f lane by lane.
   template <int V>
@@ -169,9 +170,9 @@ FUSE_EXEC_CHECK_DISABLE
     return r;
   }
 FUSE_EXEC_CHECK_DISABLE
-  template <bool Unit, std::size_t... I>
-  FUSE_HOST_DEVICE FUSE_INLINE Result at_impl(index_t i, std::index_sequence<I...>) const {
-    return static_cast<Result>(f(Convert::template apply<I>(get<I>(args).template at<Unit>(i))...));
+  template <bool Unit, std::size_t... I, class... Env>
+  FUSE_HOST_DEVICE FUSE_INLINE Result at_impl(index_t i, std::index_sequence<I...>, const Env&... env) const {
+    return static_cast<Result>(f(Convert::template apply<I>(get<I>(args).template at<Unit>(i, env...))...));
   }
 };
 
@@ -187,8 +188,8 @@ struct invariant_eval {
     value = inner.template at<true>(0);
   }
   FUSE_HOST_DEVICE FUSE_INLINE void bind(const row_slot* s) { inner.bind(s); }
-  template <bool Unit>
-  FUSE_HOST_DEVICE FUSE_INLINE T at(index_t) const { return value; }
+  template <bool Unit, class... Env>
+  FUSE_HOST_DEVICE FUSE_INLINE T at(index_t, const Env&...) const { return value; }
   template <int V>
   FUSE_HOST_DEVICE FUSE_INLINE lanes<T, V> at_vec(index_t) const {
     lanes<T, V> r;
@@ -207,8 +208,8 @@ struct slot_eval {
   const row_slot* slots = nullptr;
   FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t*) {}
   FUSE_HOST_DEVICE FUSE_INLINE void bind(const row_slot* s) { slots = s; }
-  template <bool Unit>
-  FUSE_HOST_DEVICE FUSE_INLINE T at(index_t) const { return read_slot<T>(slots[K]); }
+  template <bool Unit, class... Env>
+  FUSE_HOST_DEVICE FUSE_INLINE T at(index_t, const Env&...) const { return read_slot<T>(slots[K]); }
   template <int V>
   FUSE_HOST_DEVICE FUSE_INLINE lanes<T, V> at_vec(index_t) const {
     lanes<T, V> r;
@@ -238,8 +239,8 @@ struct take_eval {
     index.seek(outer);
   }
   FUSE_HOST_DEVICE FUSE_INLINE void bind(const row_slot* slots) { index.bind(slots); }
-  template <bool Unit>
-  FUSE_HOST_DEVICE FUSE_INLINE value_type at(index_t i) const {
+  template <bool Unit, class... Env>
+  FUSE_HOST_DEVICE FUSE_INLINE value_type at(index_t i, const Env&...) const {
     const index_t k = static_cast<index_t>(index.template at<Unit>(i));
     if constexpr (Unit) return base[k * row_stride + row + i];
     else return base[k * row_stride + row + i * stride[R - 1]];

@@ -13,6 +13,7 @@
 #endif
 
 #include "fuse/core/iteration.hpp"
+#include "fuse/core/shared_subtree.hpp"
 
 namespace fuse {
 
@@ -100,12 +101,13 @@ void write_streaming(T* row, const Ev& ev, index_t i, index_t stop) {
   for (index_t j = i; j < stop; ++j) row[j] = ev.template at<true>(j);
 }
 
-// Elements [begin, end) in row-major order of the iteration space `it`.
-template <bool Unit, bool Stream, class It>
-void run_range(const It& it, index_t begin, index_t end) {
+// Elements [begin, end) in row-major order of the iteration space `it`, computed by `eval` (it.eval
+// or the same with shared subtrees bound, shared_subtree.hpp).
+template <bool Unit, bool Stream, class It, class Ev>
+void run_range(const It& it, const Ev& eval, index_t begin, index_t end) {
   constexpr std::size_t R = It::rank;
   const index_t inner = it.shape[R - 1];
-  auto ev = it.eval;  // a private copy: its row pointers are this thread's
+  auto ev = eval;  // a private copy: its row pointers are this thread's
   auto* const out = it.out;
   const index_t os = it.out_stride[R - 1];
   index_t outer[R] = {};
@@ -138,20 +140,23 @@ void run_cpu(const cpu& exec, const It& it) {
   const index_t n = it.size();
   if (n == 0) return;
   [[maybe_unused]] const int threads = static_cast<int>(std::clamp<index_t>(n / min_elements_per_thread, 1, exec.thread_count()));
+  const shared_plan shared = plan_shared(it.eval, nullptr);
   auto body = [&](index_t t, index_t nt) {
     // Chunks on 16-element boundaries so that threads do not share cache lines.
     const index_t chunk = ((n + nt - 1) / nt + 15) & ~index_t(15);
     const index_t b = std::min(n, t * chunk), e = std::min(n, b + chunk);
     using T = std::remove_pointer_t<decltype(it.out)>;
-    if constexpr (can_stream_v<T>) {
-      if (it.unit && std::size_t(n) * sizeof(T) >= streaming_store_bytes) {
-        run_range<true, true>(it, b, e);
-        _mm_sfence();  // streaming stores are weakly ordered: publish them before the join
-        return;
+    with_shared(it.eval, shared, [&](const auto& ev) {
+      if constexpr (can_stream_v<T>) {
+        if (it.unit && std::size_t(n) * sizeof(T) >= streaming_store_bytes) {
+          run_range<true, true>(it, ev, b, e);
+          _mm_sfence();  // streaming stores are weakly ordered: publish them before the join
+          return;
+        }
       }
-    }
-    if (it.unit) run_range<true, false>(it, b, e);
-    else run_range<false, false>(it, b, e);
+      if (it.unit) run_range<true, false>(it, ev, b, e);
+      else run_range<false, false>(it, ev, b, e);
+    });
   };
 #if defined(_OPENMP)
   if (threads > 1) {

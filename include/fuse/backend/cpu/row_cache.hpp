@@ -35,10 +35,11 @@ template <class T>
 struct cached_eval {
   using value_type = T;
   const T* buf = nullptr;
-  FUSE_INLINE void seek(const index_t*) {}
-  FUSE_INLINE void bind(const row_slot*) {}
-  template <bool Unit>
-  FUSE_INLINE T at(index_t i) const { return buf[i]; }
+  // Host and device only because map_eval's members are (nvcc checks the call); runs on the CPU.
+  FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t*) {}
+  FUSE_HOST_DEVICE FUSE_INLINE void bind(const row_slot*) {}
+  template <bool Unit, class... Env>
+  FUSE_HOST_DEVICE FUSE_INLINE T at(index_t i, const Env&...) const { return buf[i]; }
   template <class F>
   void for_each_tracker(F&&) {}
 };
@@ -47,47 +48,6 @@ template <class E>
 struct flops_of : std::integral_constant<int, 0> {};
 template <class R, class C, class F, class... A>
 struct flops_of<map_eval<R, C, F, A...>> : std::integral_constant<int, (F::flops + ... + flops_of<A>::value)> {};
-
-// Occurrences in E of a subtree shaped like C.
-template <class C, class E>
-struct occurrences : std::integral_constant<int, same_shape<E, C>::value ? 1 : 0> {};
-template <class C, class R, class Cv, class F, class... A>
-struct occurrences<C, map_eval<R, Cv, F, A...>>
-    : std::integral_constant<int, same_shape<map_eval<R, Cv, F, A...>, C>::value ? 1 : (0 + ... + occurrences<C, A>::value)> {};
-template <class C, class T, class I>
-struct occurrences<C, invariant_eval<T, I>> : std::integral_constant<int, 0> {};  // row constants: cheap already
-
-// Does every subtree of e shaped like c hold the same value?
-template <class C, class E>
-bool all_occurrences_equal(const E& e, const C& c, const int* alias) {
-  if constexpr (same_shape<E, C>::value) {
-    return same_value(e, c, alias);
-  } else if constexpr (requires { e.args; }) {
-    bool ok = true;
-    for_each(e.args, [&](const auto& a) { ok = ok && all_occurrences_equal(a, c, alias); });
-    return ok;
-  } else {
-    return true;
-  }
-}
-
-// e with every subtree shaped like C replaced by a read of the buffer.
-template <class C, class T, class E>
-auto substitute(const E& e, const T* buf) {
-  if constexpr (same_shape<E, C>::value) {
-    return cached_eval<T>{buf};
-  } else if constexpr (requires { e.args; }) {
-    return apply(
-        [&](const auto&... a) {
-          using M = map_eval<typename E::value_type, typename E::convert, std::remove_cvref_t<decltype(e.f)>,
-                             decltype(substitute<C>(a, buf))...>;
-          return M{e.f, make_tuple_of(substitute<C>(a, buf)...)};
-        },
-        e.args);
-  } else {
-    return e;
-  }
-}
 
 template <class Phases, std::size_t K>
 using phase_child_t = decltype(std::declval<std::remove_cvref_t<decltype(get<K>(std::declval<Phases&>()))>>().child);

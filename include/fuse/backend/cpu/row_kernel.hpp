@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "fuse/backend/cpu/row_cache.hpp"
 #include "fuse/backend/cpu/row_prefetch.hpp"
 #include "fuse/core/row_iteration.hpp"
+#include "fuse/core/shared_subtree.hpp"
 
 namespace fuse::detail {
 
@@ -92,8 +94,9 @@ typename Op::template total_t<Acc> reduce_range(const Ev& row_ev, index_t begin,
   return total;
 }
 
+// Phase p over elements [begin, end) of the row at idx; `shared`: the sharing plan of its operand.
 template <bool Unit, class Phase, class Store = std::nullptr_t>
-auto reduce_row(Phase& p, const index_t* shape, std::size_t inner_first, std::size_t R, index_t* idx,
+auto reduce_row(const Phase& p, const shared_plan& shared, const index_t* shape, std::size_t inner_first, std::size_t R, index_t* idx,
                 index_t begin, index_t end, Store store = nullptr) {
   using Op = typename Phase::op;
   using Acc = typename Phase::acc_type;
@@ -102,13 +105,24 @@ auto reduce_row(Phase& p, const index_t* shape, std::size_t inner_first, std::si
   // Sub-rows: every combination of the row axes but the last.
   index_t sub = 1;
   for (std::size_t d = inner_first; d < R - 1; ++d) sub *= shape[d];
-  for (index_t s = 0; s < sub; ++s) {
-    index_t q = s;
-    unflatten(q, shape, inner_first, R - 1, idx);
-    p.child.seek(idx);
-    total = Op::combine(total, reduce_range<Op, Acc, Unit>(p.child, begin, end, store));  // store: one sub-row
-  }
+  with_shared(p.child, shared, [&](const auto& operand) {
+    auto child = operand;
+    for (index_t s = 0; s < sub; ++s) {
+      unflatten(s, shape, inner_first, R - 1, idx);
+      child.seek(idx);
+      total = Op::combine(total, reduce_range<Op, Acc, Unit>(child, begin, end, store));  // store: one sub-row
+    }
+  });
   return total;
+}
+
+// The sharing plan of every phase's operand (alias: the kernel's repeated phases).
+template <class Phases>
+auto phase_shared_plans(const Phases& phases, const int* alias) {
+  std::array<shared_plan, Phases::size> plans{};
+  std::size_t k = 0;
+  for_each(phases, [&](const auto& p) { plans[k++] = plan_shared(p.child, alias); });
+  return plans;
 }
 
 // The slot written by phase number j (phases are in slot order, so it is the phase's own slot).
@@ -182,7 +196,8 @@ void write_row(const It& it, Ev& ev, index_t* idx, index_t begin, index_t end, b
 // One row: phases, then the epilogue. idx holds the row's outer index. Phase Cached (if >= 0)
 // also stores its operand in buf.
 template <bool Unit, int Cached = -1, class It, class Ev, class Phases, class Buf = std::nullptr_t>
-void run_row(const It& it, Ev& ev, Phases& phases, row_slot* slots, index_t* idx, bool stream, Buf buf = nullptr) {
+void run_row(const It& it, Ev& ev, Phases& phases, const shared_plan* shared, row_slot* slots, index_t* idx, bool stream,
+             Buf buf = nullptr) {
   constexpr std::size_t R = It::rank;
   const index_t n = it.shape[R - 1];
   [&]<std::size_t... K>(std::index_sequence<K...>) {
@@ -193,8 +208,8 @@ void run_row(const It& it, Ev& ev, Phases& phases, row_slot* slots, index_t* idx
         slots[P::slot] = slots[get_slot_of(phases, it.alias[k])];
       } else {
         const auto total = [&] {
-          if constexpr (int(k) == Cached) return reduce_row<Unit>(p, it.shape, it.inner_first, R, idx, 0, n, buf);
-          else return reduce_row<Unit>(p, it.shape, it.inner_first, R, idx, 0, n);
+          if constexpr (int(k) == Cached) return reduce_row<Unit>(p, shared[k], it.shape, it.inner_first, R, idx, 0, n, buf);
+          else return reduce_row<Unit>(p, shared[k], it.shape, it.inner_first, R, idx, 0, n);
         }();
         write_slot(slots[P::slot], P::op::template finalize<typename P::result_type>(total, p.count));
       }
@@ -213,23 +228,25 @@ void run_rows_with(const It& it, index_t first, index_t last, bool stream) {
   for_each(phases, [&](auto& p) { p.bind(slots); });
   index_t idx[R] = {}, next[R] = {};
   const row_prefetch<R> prefetch(it);
-  auto rows = [&](auto& ev, auto buf) {
-    ev.bind(slots);
-    for (index_t o = first; o < last; ++o) {
-      unflatten(o, it.shape, 0, it.inner_first, idx);
-      if (o + 1 < last) unflatten(o + 1, it.shape, 0, it.inner_first, next), prefetch(next);
-      run_row<Unit, Cached>(it, ev, phases, slots, idx, stream, buf);
-    }
+  const auto phase_shared = phase_shared_plans(phases, it.alias);
+  auto rows = [&](const auto& epilogue, auto buf) {
+    with_shared(epilogue, plan_shared(epilogue, it.alias), [&](const auto& e) {
+      auto ev = e;
+      ev.bind(slots);
+      for (index_t o = first; o < last; ++o) {
+        unflatten(o, it.shape, 0, it.inner_first, idx);
+        if (o + 1 < last) unflatten(o + 1, it.shape, 0, it.inner_first, next), prefetch(next);
+        run_row<Unit, Cached>(it, ev, phases, phase_shared.data(), slots, idx, stream, buf);
+      }
+    });
   };
   if constexpr (Cached >= 0) {
     using C = phase_child_t<decltype(it.phases), std::size_t(Cached)>;
     using CT = typename C::value_type;
     std::unique_ptr<CT[]> buf(new CT[std::size_t(std::max<index_t>(it.shape[R - 1], 1))]);
-    auto ev = substitute<C>(it.eval, static_cast<const CT*>(buf.get()));
-    rows(ev, buf.get());
+    rows(substitute<C>(it.eval, cached_eval<CT>{buf.get()}), buf.get());
   } else {
-    auto ev = it.eval;
-    rows(ev, nullptr);
+    rows(it.eval, nullptr);
   }
 }
 
@@ -252,6 +269,8 @@ void run_split_rows(const It& it, int threads, bool stream) {
   const index_t rows = it.rows();
   const index_t n = it.shape[R - 1];
   std::vector<row_slot> slots(It::phase_count > 0 ? It::phase_count : 1);
+  const auto phase_shared = phase_shared_plans(it.phases, it.alias);
+  const shared_plan epilogue_shared = plan_shared(it.eval, it.alias);
   index_t idx[R] = {};
   for (index_t o = 0; o < rows; ++o) {
     index_t q = o;
@@ -271,7 +290,7 @@ void run_split_rows(const It& it, int threads, bool stream) {
           p.bind(slots.data());
           index_t my_idx[R];
           std::copy(idx, idx + R, my_idx);
-          partial[t] = reduce_row<Unit>(p, it.shape, it.inner_first, R, my_idx, n * t / nt, n * (t + 1) / nt);
+          partial[t] = reduce_row<Unit>(p, phase_shared[k], it.shape, it.inner_first, R, my_idx, n * t / nt, n * (t + 1) / nt);
         }
         Total total = P::op::template identity<Total>();
         for (auto v : partial) total = P::op::combine(total, v);
@@ -288,11 +307,13 @@ void run_split_rows(const It& it, int threads, bool stream) {
 #pragma omp parallel num_threads(threads)
     {
       const index_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-      auto ev = it.eval;
-      ev.bind(slots.data());
       index_t my_idx[R];
       std::copy(idx, idx + R, my_idx);
-      write_row<Unit>(it, ev, my_idx, n * t / nt, n * (t + 1) / nt, stream);
+      with_shared(it.eval, epilogue_shared, [&](const auto& e) {
+        auto ev = e;
+        ev.bind(slots.data());
+        write_row<Unit>(it, ev, my_idx, n * t / nt, n * (t + 1) / nt, stream);
+      });
       publish_streamed(stream);
     }
   }
