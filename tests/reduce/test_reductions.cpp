@@ -152,6 +152,11 @@ TEST_CASE("max and min of rows holding infinities, from any position") {
       CHECK(mn(1, 0) == -inf);
       CHECK(mx(2, 0) == -inf);
       CHECK(mn(2, 0) == -inf);
+      // Values near FLT_MAX: the fast path's side sum overflows, the block is redone exactly.
+      fuse::tensor<float, 2> big(1, n);
+      for (index_t j = 0; j < n; ++j) big(0, j) = std::numeric_limits<float>::max() * (j == pos ? 1.f : 0.75f);
+      CHECK(fuse::eval(fuse::max(big, fuse::axis<-1>))(0, 0) == std::numeric_limits<float>::max());
+      CHECK(fuse::eval(fuse::min(big, fuse::axis<-1>))(0, 0) == (n == 1 ? std::numeric_limits<float>::max() : std::numeric_limits<float>::max() * 0.75f));
       CHECK(mx(1, 0) == float(n == 1 ? -inf : ref_max(row(1))));
       CHECK(-mn(0, 0) == float(n == 1 ? -inf : ref_max([&] {
                                   auto v = row(0);

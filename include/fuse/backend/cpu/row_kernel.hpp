@@ -34,9 +34,10 @@ concept has_finite_combine = std::is_floating_point_v<Acc> && requires(Acc a) { 
 
 // Elements [b, e) of the current row folded with Op (W lanes, so that the compiler vectorises and
 // the latency of combine is hidden); with a buffer, also stores each element there (for the
-// epilogue, see row_cache.hpp). Finite: combines with Op::finite_combine and sums v * 0 on the
-// side, which is NaN exactly when some v is NaN or infinite; then `clean` says whether the result
-// can be used (otherwise the caller repeats the block with Op::combine).
+// epilogue, see row_cache.hpp). Finite: combines with Op::finite_combine and sums v on the side
+// (one add), which ends infinite or NaN when some v is NaN or infinite (or, rarely, when the sum
+// overflows); then `clean` says whether the result can be used (otherwise the caller repeats the
+// block with Op::combine, exactly).
 template <class Op, class Acc, bool Unit, bool Finite, class Ev, class Store>
 Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean) {
   constexpr int W = sizeof(Acc) >= 8 ? 16 : 32;  // two 64-byte registers of lanes
@@ -50,7 +51,7 @@ Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean) {
       if constexpr (!std::is_null_pointer_v<Store>) store[i + l] = v;
       if constexpr (Finite) {
         lane[l] = Op::finite_combine(lane[l], static_cast<Acc>(v));
-        probe[l] += static_cast<Acc>(v) * Acc(0);
+        probe[l] += static_cast<Acc>(v);
       } else {
         lane[l] = Op::combine(lane[l], static_cast<Acc>(v));
       }
@@ -64,7 +65,7 @@ Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean) {
   if constexpr (Finite) {
     Acc p = 0;
     for (int l = 0; l < W; ++l) p += probe[l];
-    clean = p == Acc(0);
+    clean = p - p == Acc(0);  // false for inf and NaN
   }
   for (int w = W / 2; w > 0; w /= 2)
     for (int l = 0; l < w; ++l) lane[l] = Op::combine(lane[l], lane[l + w]);
