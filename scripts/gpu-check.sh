@@ -14,9 +14,14 @@ flags=(-std=c++20 --extended-lambda --expt-relaxed-constexpr -O3 -arch=sm_90 -Ii
 catch_inc=()
 [ -f /usr/include/catch2/catch.hpp ] || catch_inc=(-Ibuild/catch2-include)
 start=$(date +%s)
-nvcc "${flags[@]}" "${catch_inc[@]}" -o build-gpu-tests tests/backend/cuda/*.cu &
+nvcc "${flags[@]}" "${catch_inc[@]}" -Itests -o build-gpu-tests tests/backend/cuda/*.cu &
+tests_pid=$!
 nvcc "${flags[@]}" -o build-gpu-bench bench/bench_cuda.cu &
-wait
+bench_pid=$!
+built=0
+wait "$tests_pid" || built=1
+wait "$bench_pid" || built=1
+[ "$built" = 0 ] || { echo "gpu-check: build failed" >&2; exit 1; }
 echo "built in $(( $(date +%s) - start )) s"
 if [ "${1:-}" = "--dry-run" ]; then rm -f build-gpu-tests build-gpu-bench; echo "dry run: compiled only"; exit 0; fi
 nvidia-smi --query-gpu=name,memory.total,clocks.max.memory --format=csv,noheader | tee "$out/gpu.txt"
