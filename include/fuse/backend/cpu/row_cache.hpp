@@ -10,8 +10,9 @@
 // strides, constants) with slots equal after aliasing. Otherwise the kernel recomputes, as before.
 #pragma once
 
-#include <cstring>
+#include <cstddef>
 #include <type_traits>
+#include <utility>
 
 #include "fuse/core/evaluator.hpp"
 #include "fuse/core/evaluator_match.hpp"
