@@ -145,6 +145,15 @@ TEST_CASE("cuda: empty tensors launch nothing; failures raise fuse::cuda_error")
   fuse::assign(e, fuse::exp(f));
   REQUIRE(cudaGetLastError() == cudaSuccess);
   REQUIRE_THROWS_AS((fuse::device_tensor<float, 1>(fuse::index_t(1) << 50)), fuse::cuda_error);
+  // The failed allocation is not reported again by the next launch (its status is consumed).
+  fuse::tensor<float, 1> h(7);
+  for (fuse::index_t i = 0; i < 7; ++i) h(i) = 0.25f * float(i) - 0.5f;
+  fuse::device_tensor<float, 1> d(7);
+  fuse::copy(d, h);
+  REQUIRE_NOTHROW(fuse::assign(d, fuse::exp(d)));
+  fuse::tensor<float, 1> back(7);
+  fuse::copy(back, d);
+  for (fuse::index_t i = 0; i < 7; ++i) REQUIRE(back(i) == Approx(std::exp(0.25 * double(i) - 0.5)).epsilon(1e-6));
 }
 
 int main(int argc, char** argv) {

@@ -9,9 +9,13 @@
 
 namespace fuse::detail {
 
+// A failed call also leaves its status as the thread's "last error" (unless it is sticky): it is
+// cleared here, so that the next launch check does not report this failure as its own.
 inline void cuda_check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess)
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();
     throw cuda_error(std::string("fuse::") + what + ": " + cudaGetErrorName(status) + ": " + cudaGetErrorString(status));
+  }
 }
 
 }  // namespace fuse::detail
