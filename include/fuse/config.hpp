@@ -39,6 +39,12 @@
 #else
 #define FUSE_EXEC_CHECK_DISABLE
 #endif
+// Unroll the next loop fully (CUDA: an array indexed by its counter then stays in registers).
+#if defined(__CUDACC__)
+#define FUSE_UNROLL FUSE_PRAGMA(unroll)
+#else
+#define FUSE_UNROLL
+#endif
 // Ask the compiler to vectorise the next loop; OpenMP SIMD needs only -fopenmp-simd.
 #if defined(_OPENMP) || defined(FUSE_OPENMP_SIMD)
 #define FUSE_SIMD_LOOP FUSE_PRAGMA(omp simd)

@@ -42,6 +42,16 @@ struct phase_eval {
   void for_each_tracker(F&& f) { child.for_each_tracker(f); }
 };
 
+// The slot written by phase number j (phases are in slot order, so it is the phase's own slot).
+template <class Phases>
+FUSE_HOST_DEVICE FUSE_INLINE std::size_t get_slot_of(const Phases& phases, int j) {
+  std::size_t slot = 0, k = 0;
+  for_each(phases, [&](const auto& p) {
+    if (int(k++) == j) slot = std::remove_cvref_t<decltype(p)>::slot;
+  });
+  return slot;
+}
+
 template <class Acc>
 auto fold_cat(const Acc& acc) { return acc; }
 template <class Acc, class T, class... Rest>

@@ -126,16 +126,6 @@ auto phase_shared_plans(const Phases& phases, const int* alias) {
   return plans;
 }
 
-// The slot written by phase number j (phases are in slot order, so it is the phase's own slot).
-template <class Phases>
-std::size_t get_slot_of(const Phases& phases, int j) {
-  std::size_t slot = 0, k = 0;
-  for_each(phases, [&](const auto& p) {
-    if (int(k++) == j) slot = std::remove_cvref_t<decltype(p)>::slot;
-  });
-  return slot;
-}
-
 // Does the epilogue write with streaming stores? As the elementwise kernel (executor.hpp): large
 // contiguous outputs, which then cost no read of the lines they write.
 template <class It>

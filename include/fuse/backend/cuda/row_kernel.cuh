@@ -10,6 +10,7 @@
 #include <cub/warp/warp_reduce.cuh>
 
 #include "fuse/backend/cuda/executor.hpp"
+#include "fuse/backend/cuda/row_registers.hpp"
 #include "fuse/core/pool.hpp"
 #include "fuse/core/row_iteration.hpp"
 
@@ -135,6 +136,8 @@ __global__ void __launch_bounds__(row_block) row_kernel(It it) {
   for (index_t o = first_row; PerWarp ? o < rows : o < rows; o += rows_per_step) {
     index_t idx[R] = {};
     outer_index(it, o, idx);
+    // In slot order: a later phase may read an earlier slot, an alias's too (layer norm's variance
+    // reads the mean it repeats), so an alias copies its slot in place, not after the loop.
     std::size_t k = 0;
     for_each(phases, [&](auto& p) {
       using P = std::remove_cvref_t<decltype(p)>;
@@ -143,21 +146,56 @@ __global__ void __launch_bounds__(row_block) row_kernel(It it) {
         Total t = reduce_share<Unit>(it, p, idx, lane, step, count, P::op::template identity<Total>());
         t = row_allreduce<PerWarp, typename P::op>(t, storage);
         write_slot(slots[P::slot], P::op::template finalize<typename P::result_type>(t, p.count));
-      }
-      ++k;
-    });
-    k = 0;
-    for_each(phases, [&](auto& p) {  // repeated phases copy the slot of their first occurrence
-      using P = std::remove_cvref_t<decltype(p)>;
-      if (it.alias[k] >= 0) {
-        std::size_t j = 0;
-        for_each(phases, [&](auto& q) {
-          if (int(j++) == it.alias[k]) slots[P::slot] = slots[std::remove_cvref_t<decltype(q)>::slot];
-        });
+      } else {
+        slots[P::slot] = slots[get_slot_of(phases, it.alias[k])];
       }
       ++k;
     });
     write_share<Unit>(it, ev, idx, lane, step, count);
+  }
+}
+
+// One row per warp with the row in registers (row_registers.hpp): rows of one unit-stride axis up
+// to 32 * row_lane_elements elements. Memory is read once per row instead of once per phase.
+template <class It, class S>
+__global__ void __launch_bounds__(row_block) row_kernel_registers(It it, S source) {
+  constexpr std::size_t R = It::rank;
+  constexpr int N = row_lane_elements;
+  using T = std::remove_pointer_t<decltype(it.out)>;
+  constexpr std::size_t scratch = scratch_bytes<true, decltype(it.phases)>();
+  __shared__ __align__(16) unsigned char storage[scratch];
+  const int lane = threadIdx.x % row_lanes;
+  const index_t rows_per_step = index_t(gridDim.x) * (row_block / row_lanes);
+  const index_t count = it.row_elements();
+  const index_t rows = it.rows();
+  row_slot slots[It::phase_count > 0 ? It::phase_count : 1];
+  auto ev = it.eval;
+  auto phases = it.phases;
+  ev.bind(slots);
+  for_each(phases, [&](auto& p) { p.bind(slots); });
+  for (index_t o = index_t(blockIdx.x) * (row_block / row_lanes) + threadIdx.x / row_lanes; o < rows; o += rows_per_step) {
+    index_t idx[R] = {};
+    outer_index(it, o, idx);
+    typename S::value_type reg[N];
+    S src = source;
+    src.seek(idx);
+    load_lane<N>(src, lane, count, reg);
+    std::size_t k = 0;
+    for_each(phases, [&](auto& p) {  // in slot order, as row_kernel
+      using P = std::remove_cvref_t<decltype(p)>;
+      if (it.alias[k] < 0) {
+        p.child.seek(idx);
+        auto t = row_allreduce<true, typename P::op>(reduce_lane<N>(p, lane, count, reg), storage);
+        write_slot(slots[P::slot], P::op::template finalize<typename P::result_type>(t, p.count));
+      } else {
+        slots[P::slot] = slots[get_slot_of(phases, it.alias[k])];
+      }
+      ++k;
+    });
+    ev.seek(idx);
+    T* row = it.out + row_offset<R>(it.out_stride, idx);
+    if (!it.root_reduction) write_lane<N>(row, ev, lane, count, reg);
+    else if (lane == 0) *row = static_cast<T>(ev.template at<true>(0, reg[0]));
   }
 }
 
@@ -220,6 +258,15 @@ void run(const cuda& exec, const row_iteration<T, R, Ev, Ph>& it) {
       // The arena returns `partial` to the pool now; stream order keeps it valid for the kernels
       // above as long as the next user is on the same stream (the pool serves one stream's work).
       cuda_check(cudaStreamSynchronize(exec.stream), "cuda: split reduction");
+      return;
+    }
+  }
+  if constexpr (!std::is_void_v<row_source_t<It>>) {
+    if (registers_fit(it)) {
+      const auto r = registers_iteration(it);
+      const unsigned blocks = static_cast<unsigned>(std::min<index_t>((rows + row_block / row_lanes - 1) / (row_block / row_lanes), sms * 32));
+      row_kernel_registers<<<blocks, row_block, 0, exec.stream>>>(r.it, r.source);
+      cuda_check(cudaGetLastError(), "cuda: row kernel (registers) launch");
       return;
     }
   }

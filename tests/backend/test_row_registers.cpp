@@ -1,0 +1,122 @@
+// The CUDA register row kernel's steps (backend/cuda/row_registers.hpp) run on the CPU, lane by
+// lane: `warp_sim` is an executor that runs every row iteration the way row_kernel_registers does,
+// with the warp reduction replaced by a loop over the 32 lanes' totals. This tests what can go
+// wrong without a GPU: which loads read the registers, the lane layout, slot order and aliases.
+#include "support.hpp"
+
+#include "fuse/backend/cuda/row_registers.hpp"
+
+namespace warp_test {
+
+using fuse::index_t;
+
+struct warp_sim {
+  static constexpr fuse::memory_space space = fuse::memory_space::host;
+};
+int register_rows = 0;  // row iterations the simulation ran in registers
+int fallbacks = 0;      // row iterations registers_fit refused (run by the CPU executor)
+
+// Found by argument-dependent lookup from assign_fused's run(exec, it).
+template <class T, std::size_t R, class Ev>
+void run(const warp_sim&, const fuse::detail::iteration<T, R, Ev>& it) {
+  fuse::detail::run(fuse::cpu{}, it);
+}
+
+template <class T, std::size_t R, class Ev, class Ph>
+void run(const warp_sim&, const fuse::detail::row_iteration<T, R, Ev, Ph>& original) {
+  using namespace fuse::detail;
+  if (!registers_fit(original)) {
+    ++fallbacks;
+    return run(fuse::cpu{}, original);
+  }
+  ++register_rows;
+  constexpr int N = row_lane_elements;
+  auto [it, source] = registers_iteration(original);
+  using V = typename decltype(source)::value_type;
+  row_slot slots[decltype(it)::phase_count] = {};
+  auto ev = it.eval;
+  auto phases = it.phases;
+  ev.bind(slots);
+  for_each(phases, [&](auto& p) { p.bind(slots); });
+  const index_t count = it.row_elements();
+  V reg[row_lanes][N];
+  for (index_t o = 0; o < it.rows(); ++o) {
+    index_t idx[R] = {};
+    unflatten(o, it.shape, 0, it.inner_first, idx);
+    auto src = source;
+    src.seek(idx);
+    for (int lane = 0; lane < row_lanes; ++lane) load_lane<N>(src, lane, count, reg[lane]);
+    std::size_t k = 0;
+    for_each(phases, [&](auto& p) {
+      using P = std::remove_cvref_t<decltype(p)>;
+      using Total = typename P::op::template total_t<typename P::acc_type>;
+      if (it.alias[k] < 0) {
+        p.child.seek(idx);
+        Total t = P::op::template identity<Total>();
+        for (int lane = 0; lane < row_lanes; ++lane)
+          t = P::op::combine(t, reduce_lane<N>(p, lane, count, reg[lane]));
+        write_slot(slots[P::slot], P::op::template finalize<typename P::result_type>(t, p.count));
+      } else {
+        slots[P::slot] = slots[get_slot_of(phases, it.alias[k])];
+      }
+      ++k;
+    });
+    ev.seek(idx);
+    T* row = it.out + row_offset<R>(it.out_stride, idx);
+    if (it.root_reduction) *row = static_cast<T>(ev.template at<true>(0, reg[0][0]));
+    else
+      for (int lane = 0; lane < row_lanes; ++lane) write_lane<N>(row, ev, lane, count, reg[lane]);
+  }
+}
+
+// y = f(x...) through the simulation equals f on double copies through the CPU executor.
+template <class F, class... X>
+void check_layer(const F& f, int expected_register_runs, const X&... x) {
+  const int before = register_rows;
+  auto got = fuse::eval(warp_sim{}, f(x...));
+  CHECK(register_rows - before == expected_register_runs);
+  auto want = fuse::eval(f(fuse::cast<double>(x)...));
+  fuse_test::check_same(got, want, 2e-5, 2e-6);
+}
+
+}  // namespace warp_test
+
+TEST_CASE("cuda register rows (simulated lane by lane): layers against double", "[cuda][registers]") {
+  using namespace warp_test;
+  using fuse_test::shape;
+  for (index_t n : {1, 2, 31, 33, 100, 1000, 1024}) {
+    for (index_t m : {1, 3}) {
+      INFO("rows " << m << " of " << n);
+      auto x = fuse_test::random_tensor<float>(shape<2>{m, n}, 1 + n + m);
+      auto y = fuse_test::random_tensor<float>(shape<2>{m, n}, 2 + n + m);
+      auto g = fuse_test::random_tensor<float>(shape<1>{n}, 3 + n);
+      auto b = fuse_test::random_tensor<float>(shape<1>{n}, 4 + n);
+      check_layer([](const auto& a) { return fuse::softmax(a, fuse::axis<-1>); }, 1, x);
+      check_layer([](const auto& a) { return fuse::log_softmax(a, fuse::axis<-1>); }, 1, x);
+      // gamma and beta are loads of the same type as x: they must read memory, not x's registers.
+      check_layer([](const auto& a, const auto& gg, const auto& bb) { return fuse::layer_norm(a, gg, bb); }, 1, x, g, b);
+      check_layer([](const auto& a, const auto& gg) { return fuse::rms_norm(a, gg); }, 1, x, g);
+      // Two inputs: the registers hold x (phase 0's first load); y is read from memory each time.
+      check_layer([](const auto& a, const auto& c) { return fuse::softmax(a * c, fuse::axis<-1>) + c; }, 1, x, y);
+      check_layer([](const auto& a) { return a - fuse::max(a, fuse::axis<-1>); }, 1, x);
+      check_layer([](const auto& a) { return fuse::sum(a * a, fuse::axis<-1>); }, 1, x);
+    }
+  }
+}
+
+TEST_CASE("cuda register rows (simulated): padded rows use registers; longer or strided rows do not", "[cuda][registers]") {
+  using namespace warp_test;
+  using fuse_test::shape;
+  auto wide = fuse_test::random_tensor<float>(shape<2>{5, 1030}, 7);
+  auto padded = fuse::slice<1>(wide, 3, 1027);  // rows of 1024, row stride 1030: still one unit-stride axis
+  check_layer([](const auto& a) { return fuse::softmax(a, fuse::axis<-1>); }, 1, padded);
+  int before = fallbacks;
+  check_layer([](const auto& a) { return fuse::softmax(a, fuse::axis<-1>); }, 0, wide);  // 1030 > 1024
+  CHECK(fallbacks - before == 1);
+  before = fallbacks;
+  check_layer([](const auto& a) { return fuse::softmax(a, fuse::axis<0>); }, 0, wide);  // column rows
+  CHECK(fallbacks > before);  // (a reduction over a leading axis is a group of its own: several kernels)
+  before = fallbacks;
+  check_layer([](const auto& a) { return fuse::softmax(a, fuse::axis<-1>); }, 0, fuse::slice<1>(wide, 0, 1030, 2));  // step 2
+  CHECK(fallbacks - before == 1);
+}
