@@ -42,14 +42,35 @@ struct phase_eval {
   void for_each_tracker(F&& f) { child.for_each_tracker(f); }
 };
 
-// The slot written by phase number j (phases are in slot order, so it is the phase's own slot).
-template <class Phases>
-FUSE_HOST_DEVICE FUSE_INLINE std::size_t get_slot_of(const Phases& phases, int j) {
-  std::size_t slot = 0, k = 0;
+// Phase K repeats phase j: slots[K] = the slot phase j wrote. Every index is a constant after
+// unrolling (j is compared, not used as an index), so that a GPU kernel keeps its slots in
+// registers; a run-time index would put the array in local memory.
+template <std::size_t K, class Phases>
+FUSE_HOST_DEVICE FUSE_INLINE void copy_alias_slot(const Phases& phases, row_slot* slots, int j) {
+  int q = 0;
   for_each(phases, [&](const auto& p) {
-    if (int(k++) == j) slot = std::remove_cvref_t<decltype(p)>::slot;
+    if (q++ == j) slots[K] = slots[std::remove_cvref_t<decltype(p)>::slot];
   });
-  return slot;
+}
+
+// One row's phases in slot order: a first occurrence gets slot = finalize(reduce(p)), its operand
+// positioned at the row first; a repeated phase copies the slot of the phase it repeats, in place
+// (a later phase may read it: layer norm's variance reads the mean it repeats). reduce(p) returns
+// the phase's total over the row (a GPU kernel reduces across its threads there).
+template <class Phases, class Reduce>
+FUSE_HOST_DEVICE FUSE_INLINE void run_phases(Phases& phases, const int* alias, row_slot* slots, const index_t* idx,
+                                             Reduce&& reduce) {
+  int k = 0;
+  for_each(phases, [&](auto& p) {
+    using P = std::remove_cvref_t<decltype(p)>;
+    if (alias[k] < 0) {
+      p.child.seek(idx);
+      write_slot(slots[P::slot], P::op::template finalize<typename P::result_type>(reduce(p), p.count));
+    } else {
+      copy_alias_slot<P::slot>(phases, slots, alias[k]);
+    }
+    ++k;
+  });
 }
 
 template <class Acc>

@@ -196,7 +196,7 @@ void run_row(const It& it, Ev& ev, Phases& phases, const shared_plan* shared, ro
       auto& p = get<k>(phases);
       using P = std::remove_cvref_t<decltype(p)>;
       if (it.alias[k] >= 0) {
-        slots[P::slot] = slots[get_slot_of(phases, it.alias[k])];
+        copy_alias_slot<P::slot>(phases, slots, it.alias[k]);
       } else {
         const auto total = [&] {
           if constexpr (int(k) == Cached) return reduce_row<Unit>(p, shared[k], it.shape, it.inner_first, R, idx, 0, n, buf);
@@ -271,7 +271,7 @@ void run_split_rows(const It& it, int threads, bool stream) {
       using P = std::remove_cvref_t<decltype(phase)>;
       using Total = typename P::op::template total_t<typename P::acc_type>;
       if (it.alias[k] >= 0) {
-        slots[P::slot] = slots[get_slot_of(it.phases, it.alias[k])];
+        copy_alias_slot<P::slot>(it.phases, slots.data(), it.alias[k]);
       } else {
         std::vector<Total> partial(threads, P::op::template identity<Total>());
 #pragma omp parallel num_threads(threads)

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "fuse/backend/cuda/error.hpp"
+#include "fuse/backend/cuda/fast_divide.hpp"
 #include "fuse/core/iteration.hpp"
 
 namespace fuse {
@@ -27,28 +28,15 @@ struct default_executor_for<memory_space::device> {
 
 inline constexpr int elementwise_block = 256;
 
-// Position `outer` (the leading axes) and the element within the row of flat element g.
-template <std::size_t R>
-FUSE_HOST_DEVICE FUSE_INLINE index_t split_index(index_t g, const index_t* shape, index_t* outer) {
-  const index_t inner = shape[R - 1];
-  index_t o = g / inner;
-  const index_t i = g - o * inner;
-  for (std::size_t d = R - 1; d-- > 0;) {
-    const index_t q = o / shape[d];
-    outer[d] = o - q * shape[d];
-    o = q;
-  }
-  return i;
-}
-
 template <int V, bool Unit, class It>
-__global__ void __launch_bounds__(elementwise_block) elementwise_kernel(It it, index_t groups) {
+__global__ void __launch_bounds__(elementwise_block) elementwise_kernel(It it, index_t groups, fast_shape<It::rank> fs) {
   constexpr std::size_t R = It::rank;
   using T = std::remove_pointer_t<decltype(it.out)>;
   const index_t stride = index_t(gridDim.x) * blockDim.x;
   for (index_t g = index_t(blockIdx.x) * blockDim.x + threadIdx.x; g < groups; g += stride) {
     index_t outer[R > 1 ? R - 1 : 1] = {};
-    const index_t i = split_index<R>(g * V, it.shape, outer);
+    // The branch is the same for every thread; the fast form saves ~2 x 70 instructions per group.
+    const index_t i = fs.usable ? split_index<R>(static_cast<std::uint32_t>(g * V), fs, outer) : split_index<R>(g * V, it.shape, outer);
     auto ev = it.eval;
     ev.seek(outer);
     T* row = it.out + row_offset<R>(it.out_stride, outer);
@@ -104,7 +92,7 @@ void launch_elementwise(const cuda& exec, const It& it, index_t n) {
   const index_t wanted = (groups + elementwise_block - 1) / elementwise_block;
   const index_t cap = index_t(multiprocessor_count()) * 16;  // enough blocks in flight to saturate HBM
   const unsigned blocks = static_cast<unsigned>(std::max<index_t>(1, std::min(wanted, cap)));
-  elementwise_kernel<V, Unit><<<blocks, elementwise_block, 0, exec.stream>>>(it, groups);
+  elementwise_kernel<V, Unit><<<blocks, elementwise_block, 0, exec.stream>>>(it, groups, prepare_fast_shape<It::rank>(it.shape, n));
   cuda_check(cudaGetLastError(), "cuda: elementwise kernel launch");
 }
 

@@ -136,29 +136,26 @@ __global__ void __launch_bounds__(row_block) row_kernel(It it) {
   for (index_t o = first_row; PerWarp ? o < rows : o < rows; o += rows_per_step) {
     index_t idx[R] = {};
     outer_index(it, o, idx);
-    // In slot order: a later phase may read an earlier slot, an alias's too (layer norm's variance
-    // reads the mean it repeats), so an alias copies its slot in place, not after the loop.
-    std::size_t k = 0;
-    for_each(phases, [&](auto& p) {
+    run_phases(phases, it.alias, slots, idx, [&](auto& p) {
       using P = std::remove_cvref_t<decltype(p)>;
       using Total = typename P::op::template total_t<typename P::acc_type>;
-      if (it.alias[k] < 0) {
-        Total t = reduce_share<Unit>(it, p, idx, lane, step, count, P::op::template identity<Total>());
-        t = row_allreduce<PerWarp, typename P::op>(t, storage);
-        write_slot(slots[P::slot], P::op::template finalize<typename P::result_type>(t, p.count));
-      } else {
-        slots[P::slot] = slots[get_slot_of(phases, it.alias[k])];
-      }
-      ++k;
+      const Total t = reduce_share<Unit>(it, p, idx, lane, step, count, P::op::template identity<Total>());
+      return row_allreduce<PerWarp, typename P::op>(t, storage);
     });
     write_share<Unit>(it, ev, idx, lane, step, count);
   }
 }
 
+// Blocks of the register kernel resident per multiprocessor: 3 caps it at 80 registers (the
+// first H200 profile: 111 registers, 2 blocks, 0.75 eligible warps per scheduler).
+#ifndef FUSE_ROW_REGISTER_MIN_BLOCKS
+#define FUSE_ROW_REGISTER_MIN_BLOCKS 3
+#endif
+
 // One row per warp with the row in registers (row_registers.hpp): rows of one unit-stride axis up
 // to 32 * row_lane_elements elements. Memory is read once per row instead of once per phase.
 template <class It, class S>
-__global__ void __launch_bounds__(row_block) row_kernel_registers(It it, S source) {
+__global__ void __launch_bounds__(row_block, FUSE_ROW_REGISTER_MIN_BLOCKS) row_kernel_registers(It it, S source) {
   constexpr std::size_t R = It::rank;
   constexpr int N = row_lane_elements;
   using T = std::remove_pointer_t<decltype(it.out)>;
@@ -180,17 +177,8 @@ __global__ void __launch_bounds__(row_block) row_kernel_registers(It it, S sourc
     S src = source;
     src.seek(idx);
     load_lane<N>(src, lane, count, reg);
-    std::size_t k = 0;
-    for_each(phases, [&](auto& p) {  // in slot order, as row_kernel
-      using P = std::remove_cvref_t<decltype(p)>;
-      if (it.alias[k] < 0) {
-        p.child.seek(idx);
-        auto t = row_allreduce<true, typename P::op>(reduce_lane<N>(p, lane, count, reg), storage);
-        write_slot(slots[P::slot], P::op::template finalize<typename P::result_type>(t, p.count));
-      } else {
-        slots[P::slot] = slots[get_slot_of(phases, it.alias[k])];
-      }
-      ++k;
+    run_phases(phases, it.alias, slots, idx, [&](auto& p) {
+      return row_allreduce<true, typename std::remove_cvref_t<decltype(p)>::op>(reduce_lane<N>(p, lane, count, reg), storage);
     });
     ev.seek(idx);
     T* row = it.out + row_offset<R>(it.out_stride, idx);

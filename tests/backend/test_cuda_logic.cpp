@@ -1,10 +1,15 @@
-// The CUDA register row kernel's steps (backend/cuda/row_registers.hpp) run on the CPU, lane by
-// lane: `warp_sim` is an executor that runs every row iteration the way row_kernel_registers does,
+// The device-independent logic of the CUDA backend, run on the CPU: the fast divider of the
+// elementwise kernel (backend/cuda/fast_divide.hpp), and the register row kernel's steps
+// (backend/cuda/row_registers.hpp) lane by lane: `warp_sim` is an executor that runs every row iteration the way row_kernel_registers does,
 // with the warp reduction replaced by a loop over the 32 lanes' totals. This tests what can go
 // wrong without a GPU: which loads read the registers, the lane layout, slot order and aliases.
 #include "support.hpp"
 
+#include "fuse/backend/cuda/fast_divide.hpp"
 #include "fuse/backend/cuda/row_registers.hpp"
+
+#include <cstdint>
+#include <random>
 
 namespace warp_test {
 
@@ -46,20 +51,11 @@ void run(const warp_sim&, const fuse::detail::row_iteration<T, R, Ev, Ph>& origi
     auto src = source;
     src.seek(idx);
     for (int lane = 0; lane < row_lanes; ++lane) load_lane<N>(src, lane, count, reg[lane]);
-    std::size_t k = 0;
-    for_each(phases, [&](auto& p) {
+    run_phases(phases, it.alias, slots, idx, [&](auto& p) {  // the warp's reduction: a loop over lanes
       using P = std::remove_cvref_t<decltype(p)>;
-      using Total = typename P::op::template total_t<typename P::acc_type>;
-      if (it.alias[k] < 0) {
-        p.child.seek(idx);
-        Total t = P::op::template identity<Total>();
-        for (int lane = 0; lane < row_lanes; ++lane)
-          t = P::op::combine(t, reduce_lane<N>(p, lane, count, reg[lane]));
-        write_slot(slots[P::slot], P::op::template finalize<typename P::result_type>(t, p.count));
-      } else {
-        slots[P::slot] = slots[get_slot_of(phases, it.alias[k])];
-      }
-      ++k;
+      auto t = P::op::template identity<typename P::op::template total_t<typename P::acc_type>>();
+      for (int lane = 0; lane < row_lanes; ++lane) t = P::op::combine(t, reduce_lane<N>(p, lane, count, reg[lane]));
+      return t;
     });
     ev.seek(idx);
     T* row = it.out + row_offset<R>(it.out_stride, idx);
@@ -119,4 +115,48 @@ TEST_CASE("cuda register rows (simulated): padded rows use registers; longer or 
   before = fallbacks;
   check_layer([](const auto& a) { return fuse::softmax(a, fuse::axis<-1>); }, 0, fuse::slice<1>(wide, 0, 1030, 2));  // step 2
   CHECK(fallbacks - before == 1);
+}
+
+TEST_CASE("cuda fast divider: exact for dividends and divisors below 2^31", "[cuda][divide]") {
+  using fuse::detail::fast_divider;
+  std::mt19937_64 gen(20261129);
+  const std::uint32_t top = (std::uint32_t(1) << 31) - 1;
+  auto check = [&](std::uint32_t d) {
+    const fast_divider f(d);
+    std::uint32_t bad = 0;
+    auto one = [&](std::uint32_t n) {
+      if (n <= top && f.divide(n) != n / d) ++bad;
+    };
+    for (std::uint32_t n : {0u, 1u, d - 1, d, d + 1, top, top - 1, top - d, top / d * d, top / d * d - 1}) one(n);
+    for (std::uint32_t k = 1; k < 64; ++k) one(std::uint32_t(std::min<std::uint64_t>(top, std::uint64_t(d) * (gen() % (top / d + 1)) + (k % 3) - 1)));
+    for (int k = 0; k < 64; ++k) one(std::uint32_t(gen() % (std::uint64_t(top) + 1)));
+    INFO("divisor " << d);
+    CHECK(bad == 0);
+  };
+  for (std::uint32_t d = 1; d <= 3000; ++d) check(d);
+  for (int s = 2; s <= 31; ++s) {
+    const std::uint32_t p = std::uint32_t(1) << s;
+    check(p - 1), check(p);
+    if (s < 31) check(p + 1);
+  }
+  for (int k = 0; k < 3000; ++k) check(std::uint32_t(1 + gen() % (std::uint64_t(1) << 31)));
+}
+
+TEST_CASE("cuda fast divider: the elementwise kernel's index split matches 64-bit division", "[cuda][divide]") {
+  using fuse::index_t;
+  std::mt19937_64 gen(7);
+  for (int k = 0; k < 200; ++k) {
+    index_t shape[3] = {index_t(1 + gen() % 1000), index_t(1 + gen() % 1000), index_t(1 + gen() % 2000)};
+    const index_t size = shape[0] * shape[1] * shape[2];
+    const auto fs = fuse::detail::prepare_fast_shape<3>(shape, size);
+    REQUIRE(fs.usable == (size < (index_t(1) << 31)));
+    if (!fs.usable) continue;
+    for (int j = 0; j < 100; ++j) {
+      const index_t g = j == 0 ? size - 1 : index_t(gen() % std::uint64_t(size));
+      index_t a[2] = {}, b[2] = {};
+      const index_t ia = fuse::detail::split_index<3>(static_cast<std::uint32_t>(g), fs, a);
+      const index_t ib = fuse::detail::split_index<3>(g, shape, b);
+      CHECK((ia == ib && a[0] == b[0] && a[1] == b[1]));
+    }
+  }
 }
