@@ -27,24 +27,23 @@ void run(const warp_sim&, const fuse::detail::iteration<T, R, Ev>& it) {
   fuse::detail::run(fuse::cpu{}, it);
 }
 
-template <class T, std::size_t R, class Ev, class Ph>
-void run(const warp_sim&, const fuse::detail::row_iteration<T, R, Ev, Ph>& original) {
+// row_kernel_registers<Kept> on the CPU, one lane after another.
+template <int Kept, class It, class S>
+void simulate(const It& it, const S& source) {
   using namespace fuse::detail;
-  if (!registers_fit(original)) {
-    ++fallbacks;
-    return run(fuse::cpu{}, original);
-  }
-  ++register_rows;
+  constexpr std::size_t R = It::rank;
   constexpr int N = row_lane_elements;
-  auto [it, source] = registers_iteration(original);
-  using V = typename decltype(source)::value_type;
-  row_slot slots[decltype(it)::phase_count] = {};
+  using T = std::remove_pointer_t<decltype(it.out)>;
+  using V = typename S::value_type;
+  using KeptT = typename std::remove_cvref_t<decltype(get<std::size_t(Kept < 0 ? 0 : Kept)>(it.phases).child)>::value_type;
+  row_slot slots[It::phase_count] = {};
   auto ev = it.eval;
   auto phases = it.phases;
   ev.bind(slots);
   for_each(phases, [&](auto& p) { p.bind(slots); });
   const index_t count = it.row_elements();
   V reg[row_lanes][N];
+  KeptT kept[row_lanes][N];
   for (index_t o = 0; o < it.rows(); ++o) {
     index_t idx[R] = {};
     unflatten(o, it.shape, 0, it.inner_first, idx);
@@ -54,15 +53,43 @@ void run(const warp_sim&, const fuse::detail::row_iteration<T, R, Ev, Ph>& origi
     run_phases(phases, it.alias, slots, idx, [&](auto& p) {  // the warp's reduction: a loop over lanes
       using P = std::remove_cvref_t<decltype(p)>;
       auto t = P::op::template identity<typename P::op::template total_t<typename P::acc_type>>();
-      for (int lane = 0; lane < row_lanes; ++lane) t = P::op::combine(t, reduce_lane<N>(p, lane, count, reg[lane]));
+      for (int lane = 0; lane < row_lanes; ++lane) {
+        if constexpr (int(P::slot) == Kept) t = P::op::combine(t, reduce_lane_keeping<N>(p, lane, count, reg[lane], kept[lane]));
+        else t = P::op::combine(t, reduce_lane<N>(p, lane, count, reg[lane]));
+      }
       return t;
     });
     ev.seek(idx);
     T* row = it.out + row_offset<R>(it.out_stride, idx);
-    if (it.root_reduction) *row = static_cast<T>(ev.template at<true>(0, reg[0][0]));
-    else
-      for (int lane = 0; lane < row_lanes; ++lane) write_lane<N>(row, ev, lane, count, reg[lane]);
+    for (int lane = 0; lane < row_lanes; ++lane) {
+      if constexpr (Kept >= 0) write_lane_kept<N>(row, ev, lane, count, reg[lane], kept[lane]);
+      else if (it.root_reduction) *row = static_cast<T>(ev.template at<true>(0, reg[0][0]));
+      else write_lane<N>(row, ev, lane, count, reg[lane]);
+    }
   }
+}
+
+int kept_rows = 0;  // row iterations run with a phase's operand kept for the epilogue
+
+// As row_kernel.cuh's run: the register kernel where it fits, keeping an operand where it can.
+template <class T, std::size_t R, class Ev, class Ph>
+void run(const warp_sim&, const fuse::detail::row_iteration<T, R, Ev, Ph>& original) {
+  using namespace fuse::detail;
+  if (!registers_fit(original)) {
+    ++fallbacks;
+    return run(fuse::cpu{}, original);
+  }
+  ++register_rows;
+  const auto r = registers_iteration(original);
+  using RIt = std::remove_cvref_t<decltype(r.it)>;
+  constexpr int kept = register_cached_phase<RIt>();
+  if constexpr (kept >= 0) {
+    if (!r.it.root_reduction && register_cache_fits<kept>(r.it)) {
+      ++kept_rows;
+      return simulate<kept>(register_cached_iteration<kept>(r.it), r.source);
+    }
+  }
+  simulate<-1>(r.it, r.source);
 }
 
 // y = f(x...) through the simulation equals f on double copies through the CPU executor.
@@ -87,8 +114,12 @@ TEST_CASE("cuda register rows (simulated lane by lane): layers against double", 
       auto y = fuse_test::random_tensor<float>(shape<2>{m, n}, 2 + n + m);
       auto g = fuse_test::random_tensor<float>(shape<1>{n}, 3 + n);
       auto b = fuse_test::random_tensor<float>(shape<1>{n}, 4 + n);
+      int kept_before = kept_rows;
       check_layer([](const auto& a) { return fuse::softmax(a, fuse::axis<-1>); }, 1, x);
+      CHECK(kept_rows - kept_before == 1);  // exp(x - max) kept from the sum phase for the epilogue
+      kept_before = kept_rows;
       check_layer([](const auto& a) { return fuse::log_softmax(a, fuse::axis<-1>); }, 1, x);
+      CHECK(kept_rows == kept_before);
       // gamma and beta are loads of the same type as x: they must read memory, not x's registers.
       check_layer([](const auto& a, const auto& gg, const auto& bb) { return fuse::layer_norm(a, gg, bb); }, 1, x, g, b);
       check_layer([](const auto& a, const auto& gg) { return fuse::rms_norm(a, gg); }, 1, x, g);

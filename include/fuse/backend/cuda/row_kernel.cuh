@@ -154,7 +154,8 @@ __global__ void __launch_bounds__(row_block) row_kernel(It it) {
 
 // One row per warp with the row in registers (row_registers.hpp): rows of one unit-stride axis up
 // to 32 * row_lane_elements elements. Memory is read once per row instead of once per phase.
-template <class It, class S>
+// Kept >= 0: phase Kept's operand values stay in a second register array for the epilogue.
+template <int Kept, class It, class S>
 __global__ void __launch_bounds__(row_block, FUSE_ROW_REGISTER_MIN_BLOCKS) row_kernel_registers(It it, S source) {
   constexpr std::size_t R = It::rank;
   constexpr int N = row_lane_elements;
@@ -177,12 +178,17 @@ __global__ void __launch_bounds__(row_block, FUSE_ROW_REGISTER_MIN_BLOCKS) row_k
     S src = source;
     src.seek(idx);
     load_lane<N>(src, lane, count, reg);
+    using KeptT = typename std::remove_cvref_t<decltype(get<std::size_t(Kept < 0 ? 0 : Kept)>(phases).child)>::value_type;
+    [[maybe_unused]] KeptT kept[Kept >= 0 ? N : 1];
     run_phases(phases, it.alias, slots, idx, [&](auto& p) {
-      return row_allreduce<true, typename std::remove_cvref_t<decltype(p)>::op>(reduce_lane<N>(p, lane, count, reg), storage);
+      using P = std::remove_cvref_t<decltype(p)>;
+      if constexpr (int(P::slot) == Kept) return row_allreduce<true, typename P::op>(reduce_lane_keeping<N>(p, lane, count, reg, kept), storage);
+      else return row_allreduce<true, typename P::op>(reduce_lane<N>(p, lane, count, reg), storage);
     });
     ev.seek(idx);
     T* row = it.out + row_offset<R>(it.out_stride, idx);
-    if (!it.root_reduction) write_lane<N>(row, ev, lane, count, reg);
+    if constexpr (Kept >= 0) write_lane_kept<N>(row, ev, lane, count, reg, kept);  // never a reduction root
+    else if (!it.root_reduction) write_lane<N>(row, ev, lane, count, reg);
     else if (lane == 0) *row = static_cast<T>(ev.template at<true>(0, reg[0]));
   }
 }
@@ -253,7 +259,16 @@ void run(const cuda& exec, const row_iteration<T, R, Ev, Ph>& it) {
     if (registers_fit(it)) {
       const auto r = registers_iteration(it);
       const unsigned blocks = static_cast<unsigned>(std::min<index_t>((rows + row_block / row_lanes - 1) / (row_block / row_lanes), sms * 32));
-      row_kernel_registers<<<blocks, row_block, 0, exec.stream>>>(r.it, r.source);
+      using RIt = std::remove_cvref_t<decltype(r.it)>;
+      constexpr int kept = register_cached_phase<RIt>();
+      if constexpr (kept >= 0) {
+        if (!it.root_reduction && register_cache_fits<kept>(r.it)) {
+          row_kernel_registers<kept><<<blocks, row_block, 0, exec.stream>>>(register_cached_iteration<kept>(r.it), r.source);
+          cuda_check(cudaGetLastError(), "cuda: row kernel (registers, kept operand) launch");
+          return;
+        }
+      }
+      row_kernel_registers<-1><<<blocks, row_block, 0, exec.stream>>>(r.it, r.source);
       cuda_check(cudaGetLastError(), "cuda: row kernel (registers) launch");
       return;
     }

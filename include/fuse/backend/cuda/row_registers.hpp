@@ -7,6 +7,10 @@
 // wherever the same load (same pointer and strides) occurs. Other loads (layer norm's gamma and
 // beta) still read memory.
 //
+// The phase whose operand the epilogue repeats (softmax's exp(x - max), cpu/row_cache.hpp's
+// choice) can keep its values in a second register array: the epilogue then reads them through a
+// hole (shared_subtree.hpp) instead of computing the exponential again.
+//
 // The register value travels as the `env` argument of at(): an occurrence of the source becomes
 // register_or_load, which returns it when the occurrence is the source and loads otherwise (decided
 // once, on the host). The per-lane steps are host and device functions, so that the CPU tests run
@@ -16,7 +20,9 @@
 #include <cstddef>
 #include <type_traits>
 
+#include "fuse/backend/cpu/row_cache.hpp"
 #include "fuse/core/evaluator.hpp"
+#include "fuse/core/shared_subtree.hpp"
 #include "fuse/core/evaluator_match.hpp"
 #include "fuse/core/row_iteration.hpp"
 #include "fuse/ops/reduce.hpp"
@@ -114,6 +120,34 @@ auto registers_iteration(const row_iteration<T, R, Ev, Ph>& it) {
   return result{r, source};
 }
 
+// The phase whose operand values the register kernel keeps for the epilogue, or -1.
+template <class It>
+constexpr int register_cached_phase() {
+  return cached_phase<decltype(std::declval<It&>().eval), decltype(std::declval<It&>().phases)>();
+}
+
+// Does every occurrence of cached phase K's operand in the epilogue hold its value (run time)?
+template <int K, class It>
+bool register_cache_fits(const It& it) {
+  if constexpr (K < 0) {
+    return false;
+  } else {
+    return it.alias[K] < 0 && all_occurrences_equal(it.eval, get<std::size_t(K)>(it.phases).child, it.alias);
+  }
+}
+
+// The iteration with its epilogue reading phase K's operand from the second register array
+// (the hole after the source register in at()'s environment).
+template <int K, class T, std::size_t R, class Ev, class Ph>
+auto register_cached_iteration(const row_iteration<T, R, Ev, Ph>& it) {
+  using C = std::remove_cvref_t<decltype(get<std::size_t(K)>(it.phases).child)>;
+  auto ev = substitute<C>(it.eval, hole_eval<typename C::value_type, 1>{});
+  row_iteration<T, R, decltype(ev), Ph> r{it.out, {}, {}, it.inner_first, ev, it.phases, {}, it.unit, it.root_reduction};
+  for (std::size_t d = 0; d < R; ++d) r.out_stride[d] = it.out_stride[d], r.shape[d] = it.shape[d];
+  for (std::size_t k = 0; k < it.phase_count; ++k) r.alias[k] = it.alias[k];
+  return r;
+}
+
 // May a row iteration use the register kernel? One unit-stride row axis of at most 1024 elements.
 template <class It>
 bool registers_fit(const It& it) {
@@ -173,6 +207,34 @@ FUSE_HOST_DEVICE FUSE_INLINE auto reduce_lane(const P& p, int lane, index_t coun
   FUSE_UNROLL
   for (int c = 1; c < chains; ++c) acc[0] = lane_combine<Op>(acc[0], acc[c]);
   return Op::combine(Op::template identity<Total>(), static_cast<Total>(acc[0]));
+}
+
+// As reduce_lane, keeping each operand value in kept[j] for the epilogue.
+template <int N, class P, class V, class K>
+FUSE_HOST_DEVICE FUSE_INLINE auto reduce_lane_keeping(const P& p, int lane, index_t count, const V (&reg)[N], K (&kept)[N]) {
+  using Op = typename P::op;
+  using Acc = typename P::acc_type;
+  using Total = typename Op::template total_t<Acc>;
+  Acc acc = Op::template identity<Acc>();
+  FUSE_UNROLL
+  for (int j = 0; j < N; ++j) {
+    const index_t i = lane + index_t(row_lanes) * j;
+    if (i < count) {
+      kept[j] = p.child.template at<true>(i, reg[j]);
+      acc = lane_combine<Op>(acc, static_cast<Acc>(kept[j]));
+    }
+  }
+  return Op::combine(Op::template identity<Total>(), static_cast<Total>(acc));
+}
+
+// As write_lane, the epilogue also reading the kept values.
+template <int N, class T, class Ev, class V, class K>
+FUSE_HOST_DEVICE FUSE_INLINE void write_lane_kept(T* out, const Ev& ev, int lane, index_t count, const V (&reg)[N], const K (&kept)[N]) {
+  FUSE_UNROLL
+  for (int j = 0; j < N; ++j) {
+    const index_t i = lane + index_t(row_lanes) * j;
+    if (i < count) out[i] = static_cast<T>(ev.template at<true>(i, reg[j], kept[j]));
+  }
 }
 
 // Lane `lane`'s elements of the epilogue (seeked to the row) into the unit-stride row `out`.
