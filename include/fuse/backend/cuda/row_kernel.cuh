@@ -151,6 +151,9 @@ __global__ void __launch_bounds__(row_block) row_kernel(It it) {
 #ifndef FUSE_ROW_REGISTER_MIN_BLOCKS
 #define FUSE_ROW_REGISTER_MIN_BLOCKS 3
 #endif
+#ifndef FUSE_ROW_REGISTER_WAVES
+#define FUSE_ROW_REGISTER_WAVES 0
+#endif
 
 // One row per warp with the row in registers (row_registers.hpp): rows of one unit-stride axis up
 // to 32 * row_lane_elements elements. Memory is read once per row instead of once per phase.
@@ -258,7 +261,10 @@ void run(const cuda& exec, const row_iteration<T, R, Ev, Ph>& it) {
   if constexpr (!std::is_void_v<row_source_t<It>>) {
     if (registers_fit(it)) {
       const auto r = registers_iteration(it);
-      const unsigned blocks = static_cast<unsigned>(std::min<index_t>((rows + row_block / row_lanes - 1) / (row_block / row_lanes), sms * 32));
+      // FUSE_ROW_REGISTER_WAVES > 0: at most that many waves of resident blocks, each warp looping
+      // over rows (measured against one row per warp: docs/performance.md).
+      const index_t cap = FUSE_ROW_REGISTER_WAVES > 0 ? sms * FUSE_ROW_REGISTER_MIN_BLOCKS * FUSE_ROW_REGISTER_WAVES : sms * 32;
+      const unsigned blocks = static_cast<unsigned>(std::min<index_t>((rows + row_block / row_lanes - 1) / (row_block / row_lanes), cap));
       using RIt = std::remove_cvref_t<decltype(r.it)>;
       constexpr int kept = register_cached_phase<RIt>();
       if constexpr (kept >= 0) {

@@ -76,12 +76,36 @@ struct register_or_load {
   void for_each_tracker(F&& f) { load.for_each_tracker(f); }
 };
 
-// e with every subtree of the source's type S wrapped in register_or_load.
+// A reduction's value for the row, read (and converted from the slot's double) once per row at
+// seek(), which the register kernel calls after the phases before it have run. slot_eval reads
+// and converts per element: an F2F.F32.F64 per element in the sum phase's SASS on the H200.
+template <class T, std::size_t K>
+struct row_value_eval {
+  using value_type = T;
+  static constexpr std::size_t index = K;
+  const row_slot* slots = nullptr;
+  T value{};
+  FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t*) { value = read_slot<T>(slots[K]); }
+  FUSE_HOST_DEVICE FUSE_INLINE void bind(const row_slot* s) { slots = s; }
+  template <bool Unit, class... Env>
+  FUSE_HOST_DEVICE FUSE_INLINE T at(index_t, const Env&...) const { return value; }
+  template <class F>
+  void for_each_tracker(F&&) {}
+};
+
+// Shaped alike up to the slot, as slot_eval (evaluator_match.hpp).
+template <class T, std::size_t K1, std::size_t K2>
+struct same_shape<row_value_eval<T, K1>, row_value_eval<T, K2>> : std::true_type {};
+
+// e with every subtree of the source's type S wrapped in register_or_load, and every slot read
+// once per row (row_value_eval).
 template <class S, class E>
 auto mark_registers(const E& e, const S& source) {
   if constexpr (std::is_same_v<E, S>) {
     return register_or_load<S>{e, same_value(e, source, nullptr)};
-  } else if constexpr (requires { e.args; } && occurrences<S, E>::value > 0) {
+  } else if constexpr (requires { e.slots; }) {  // slot_eval<T, K>
+    return row_value_eval<typename E::value_type, E::index>{};
+  } else if constexpr (requires { e.args; }) {
     return apply(
         [&](const auto&... a) {
           using M = map_eval<typename E::value_type, typename E::convert, std::remove_cvref_t<decltype(e.f)>,
@@ -159,14 +183,24 @@ bool registers_fit(const It& it) {
   }
 }
 
+// How many of lane `lane`'s N slots hold elements of a row of `count`: the loops below test the
+// slot number against it (one 32-bit compare) instead of the 64-bit element index against count.
+template <int N>
+FUSE_HOST_DEVICE FUSE_INLINE int lane_count(int lane, index_t count) {
+  if (count <= lane) return 0;
+  const index_t m = (count - lane + row_lanes - 1) / row_lanes;
+  return m < N ? static_cast<int>(m) : N;
+}
+
 // Lane `lane`'s elements of the current row (the source seeked to it): element lane + 32 j in
 // reg[j].
 template <int N, class S>
 FUSE_HOST_DEVICE FUSE_INLINE void load_lane(const S& source, int lane, index_t count, typename S::value_type (&reg)[N]) {
+  const int m = lane_count<N>(lane, count);
 FUSE_UNROLL
   for (int j = 0; j < N; ++j) {
     const index_t i = lane + index_t(row_lanes) * j;
-    reg[j] = i < count ? source.template at<true>(i) : typename S::value_type{};
+    reg[j] = j < m ? source.template at<true>(i) : typename S::value_type{};
   }
 }
 
@@ -192,6 +226,7 @@ FUSE_HOST_DEVICE FUSE_INLINE A lane_combine(A a, A b) {
 // accumulators: one chain of 32 dependent adds left the warps waiting on each other's results.
 template <int N, class P, class V>
 FUSE_HOST_DEVICE FUSE_INLINE auto reduce_lane(const P& p, int lane, index_t count, const V (&reg)[N]) {
+  const int m = lane_count<N>(lane, count);
   using Op = typename P::op;
   using Acc = typename P::acc_type;
   using Total = typename Op::template total_t<Acc>;
@@ -202,7 +237,7 @@ FUSE_HOST_DEVICE FUSE_INLINE auto reduce_lane(const P& p, int lane, index_t coun
   FUSE_UNROLL
   for (int j = 0; j < N; ++j) {
     const index_t i = lane + index_t(row_lanes) * j;
-    if (i < count) acc[j % chains] = lane_combine<Op>(acc[j % chains], static_cast<Acc>(p.child.template at<true>(i, reg[j])));
+    if (j < m) acc[j % chains] = lane_combine<Op>(acc[j % chains], static_cast<Acc>(p.child.template at<true>(i, reg[j])));
   }
   FUSE_UNROLL
   for (int c = 1; c < chains; ++c) acc[0] = lane_combine<Op>(acc[0], acc[c]);
@@ -212,6 +247,7 @@ FUSE_HOST_DEVICE FUSE_INLINE auto reduce_lane(const P& p, int lane, index_t coun
 // As reduce_lane, keeping each operand value in kept[j] for the epilogue.
 template <int N, class P, class V, class K>
 FUSE_HOST_DEVICE FUSE_INLINE auto reduce_lane_keeping(const P& p, int lane, index_t count, const V (&reg)[N], K (&kept)[N]) {
+  const int m = lane_count<N>(lane, count);
   using Op = typename P::op;
   using Acc = typename P::acc_type;
   using Total = typename Op::template total_t<Acc>;
@@ -219,7 +255,7 @@ FUSE_HOST_DEVICE FUSE_INLINE auto reduce_lane_keeping(const P& p, int lane, inde
   FUSE_UNROLL
   for (int j = 0; j < N; ++j) {
     const index_t i = lane + index_t(row_lanes) * j;
-    if (i < count) {
+    if (j < m) {
       kept[j] = p.child.template at<true>(i, reg[j]);
       acc = lane_combine<Op>(acc, static_cast<Acc>(kept[j]));
     }
@@ -230,20 +266,22 @@ FUSE_HOST_DEVICE FUSE_INLINE auto reduce_lane_keeping(const P& p, int lane, inde
 // As write_lane, the epilogue also reading the kept values.
 template <int N, class T, class Ev, class V, class K>
 FUSE_HOST_DEVICE FUSE_INLINE void write_lane_kept(T* out, const Ev& ev, int lane, index_t count, const V (&reg)[N], const K (&kept)[N]) {
+  const int m = lane_count<N>(lane, count);
   FUSE_UNROLL
   for (int j = 0; j < N; ++j) {
     const index_t i = lane + index_t(row_lanes) * j;
-    if (i < count) out[i] = static_cast<T>(ev.template at<true>(i, reg[j], kept[j]));
+    if (j < m) out[i] = static_cast<T>(ev.template at<true>(i, reg[j], kept[j]));
   }
 }
 
 // Lane `lane`'s elements of the epilogue (seeked to the row) into the unit-stride row `out`.
 template <int N, class T, class Ev, class V>
 FUSE_HOST_DEVICE FUSE_INLINE void write_lane(T* out, const Ev& ev, int lane, index_t count, const V (&reg)[N]) {
+  const int m = lane_count<N>(lane, count);
 FUSE_UNROLL
   for (int j = 0; j < N; ++j) {
     const index_t i = lane + index_t(row_lanes) * j;
-    if (i < count) out[i] = static_cast<T>(ev.template at<true>(i, reg[j]));
+    if (j < m) out[i] = static_cast<T>(ev.template at<true>(i, reg[j]));
   }
 }
 
