@@ -37,6 +37,8 @@ bool same_value(const A& a, const B& b, const int* alias) {
       ((same = same && same_value(get<I>(a.args), get<I>(b.args), alias)), ...);
     }(std::make_index_sequence<decltype(a.args)::size>{});
     return same;
+  } else if constexpr (requires { a.load; a.in_register; }) {  // CUDA's register_or_load: members, not padding
+    return a.in_register == b.in_register && same_value(a.load, b.load, alias);
   } else if constexpr (requires { a.inner; }) {  // invariant_eval
     return same_value(a.inner, b.inner, alias);
   } else if constexpr (std::is_empty_v<A>) {  // a hole (shared_subtree.hpp): no bytes to compare
