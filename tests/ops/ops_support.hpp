@@ -22,7 +22,7 @@ using fuse::index_t;
 
 // Odd sizes: a single element, SIMD tails (7, 33), and a size above the multi-thread threshold
 // (2 * 32768 elements) that no vector width or 16-element chunk divides.
-inline constexpr index_t odd_sizes[] = {1, 7, 33, 1000003};
+inline constexpr index_t odd_sizes[] = {1, 7, 33, 100003};
 
 inline std::mt19937_64& rng() {
   static std::mt19937_64 g(20261129);

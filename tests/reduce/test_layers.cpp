@@ -181,32 +181,32 @@ TEST_CASE("repeated reductions and operands are shared only when they are the sa
     for (index_t r = 0; r < m; ++r)
       for (index_t j = 0; j < got.extent(1); ++j) REQUIRE(close(got(r, j), want(r, j), 2e-5, 1e-9));
   };
-  auto row_max = [&](const auto& t, index_t r) {
-    double mx = -1e300;
-    for (index_t j = 0; j < n; ++j) mx = std::max(mx, double(t(r, j)));
+  // Per-row maxima and sums, computed once (a reference inside the element loop would be cubic).
+  auto row_max = [&](const auto& t) {
+    std::vector<double> mx(m, -1e300);
+    for (index_t r = 0; r < m; ++r)
+      for (index_t j = 0; j < n; ++j) mx[r] = std::max(mx[r], double(t(r, j)));
     return mx;
   };
+  auto row_sum_exp = [&](const auto& t, const std::vector<double>& shift) {
+    std::vector<double> s(m, 0.0);
+    for (index_t r = 0; r < m; ++r)
+      for (index_t k = 0; k < n; ++k) s[r] += std::exp(t(r, k) - shift[r]);
+    return s;
+  };
+  const auto max_x = row_max(x), max_y = row_max(y);
   // Same types as softmax's numerator and sum, different tensors: nothing may be shared.
   auto mixed = fuse::eval(fuse::exp(x - fuse::max(x, fuse::axis<-1>)) / fuse::sum(fuse::exp(y - fuse::max(y, fuse::axis<-1>)), fuse::axis<-1>));
-  check(mixed, [&](index_t r, index_t j) {
-    double s = 0;
-    for (index_t k = 0; k < n; ++k) s += std::exp(y(r, k) - row_max(y, r));
-    return std::exp(x(r, j) - row_max(x, r)) / s;
-  });
+  const auto sum_y = row_sum_exp(y, max_y);
+  check(mixed, [&](index_t r, index_t j) { return std::exp(x(r, j) - max_x[r]) / sum_y[r]; });
   // max(y) inside the sum of an x softmax: the two max phases differ.
   auto shifted = fuse::eval(fuse::exp(x - fuse::max(x, fuse::axis<-1>)) * fuse::sum(fuse::exp(x - fuse::max(y, fuse::axis<-1>)), fuse::axis<-1>));
-  check(shifted, [&](index_t r, index_t j) {
-    double s = 0;
-    for (index_t k = 0; k < n; ++k) s += std::exp(x(r, k) - row_max(y, r));
-    return std::exp(x(r, j) - row_max(x, r)) * s;
-  });
+  const auto sum_x_shifted = row_sum_exp(x, max_y);
+  check(shifted, [&](index_t r, index_t j) { return std::exp(x(r, j) - max_x[r]) * sum_x_shifted[r]; });
   // The same values: softmax, contiguous rows (shared) and transposed rows (recomputed).
   auto soft = fuse::eval(fuse::softmax(x, fuse::axis<-1>));
-  check(soft, [&](index_t r, index_t j) {
-    double s = 0;
-    for (index_t k = 0; k < n; ++k) s += std::exp(x(r, k) - row_max(x, r));
-    return std::exp(x(r, j) - row_max(x, r)) / s;
-  });
+  const auto sum_x = row_sum_exp(x, max_x);
+  check(soft, [&](index_t r, index_t j) { return std::exp(x(r, j) - max_x[r]) / sum_x[r]; });
   auto xt = fuse::eval(fuse::transpose(x));  // [n, m]; its transpose is x with strided rows
   auto soft_t = fuse::eval(fuse::softmax(fuse::transpose(xt), fuse::axis<-1>));
   for (index_t r = 0; r < m; ++r)
