@@ -1,7 +1,8 @@
 // The device-independent logic of the CUDA backend, run on the CPU: the fast divider of the
 // elementwise kernel (backend/cuda/fast_divide.hpp), and the register row kernel's steps
-// (backend/cuda/row_registers.hpp) lane by lane: `warp_sim` is an executor that runs every row iteration the way row_kernel_registers does,
-// with the warp reduction replaced by a loop over the 32 lanes' totals. This tests what can go
+// (backend/cuda/row_registers.hpp) lane by lane: `warp_sim` is an executor that runs every row
+// iteration the way row_kernel_registers does (a warp per row, or a block per row for rows over
+// 1024 elements), with the warp or block reduction replaced by a loop over the lanes' totals. This tests what can go
 // wrong without a GPU: which loads read the registers, the lane layout, slot order and aliases.
 #include "support.hpp"
 
@@ -10,26 +11,30 @@
 
 #include <cstdint>
 #include <random>
+#include <vector>
 
 namespace warp_test {
 
 using fuse::index_t;
 
+// ChunkBytes: as FUSE_ROW_CHUNK_BYTES (0: an element per access; 16: 16-byte chunks).
+template <int ChunkBytes = fuse::detail::row_chunk_bytes>
 struct warp_sim {
   static constexpr fuse::memory_space space = fuse::memory_space::host;
 };
 int register_rows = 0;  // row iterations the simulation ran in registers
-int fallbacks = 0;      // row iterations registers_fit refused (run by the CPU executor)
+int block_rows = 0;     // ... of them, with a block per row
+int fallbacks = 0;      // row iterations register_lanes refused (run by the CPU executor)
 
 // Found by argument-dependent lookup from assign_fused's run(exec, it).
-template <class T, std::size_t R, class Ev>
-void run(const warp_sim&, const fuse::detail::iteration<T, R, Ev>& it) {
+template <int B, class T, std::size_t R, class Ev>
+void run(const warp_sim<B>&, const fuse::detail::iteration<T, R, Ev>& it) {
   fuse::detail::run(fuse::cpu{}, it);
 }
 
-// row_kernel_registers<Kept> on the CPU, one lane after another.
-template <int Kept, class It, class S>
-void simulate(const It& it, const S& source) {
+// row_kernel_registers<Kept, Lanes> on the CPU, one lane after another, in chunks of P elements.
+template <int Kept, int Lanes, int P, class It, class S>
+void simulate(const It& it, const S& source, fuse::detail::row_vectors vector) {
   using namespace fuse::detail;
   constexpr std::size_t R = It::rank;
   constexpr int N = row_lane_elements;
@@ -42,61 +47,85 @@ void simulate(const It& it, const S& source) {
   ev.bind(slots);
   for_each(phases, [&](auto& p) { p.bind(slots); });
   const index_t count = it.row_elements();
-  V reg[row_lanes][N];
-  KeptT kept[row_lanes][N];
+  struct lane_registers {
+    V reg[N];
+    KeptT kept[N];
+  };
+  std::vector<lane_registers> lanes(Lanes);  // a block's worth is too large for the stack
+  auto reg = [&](int lane) -> V(&)[N] { return lanes[lane].reg; };
+  auto kept = [&](int lane) -> KeptT(&)[N] { return lanes[lane].kept; };
   for (index_t o = 0; o < it.rows(); ++o) {
     index_t idx[R] = {};
-    unflatten(o, it.shape, 0, it.inner_first, idx);
+    unflatten_leading<R - 1>(o, it.shape, idx);  // as the kernel: register_lanes leaves one row axis
     auto src = source;
     src.seek(idx);
-    for (int lane = 0; lane < row_lanes; ++lane) load_lane<N>(src, lane, count, reg[lane]);
+    for (int lane = 0; lane < Lanes; ++lane) load_lane<N, Lanes, P>(src, lane, count, vector.load, reg(lane));
     run_phases(phases, it.alias, slots, idx, [&](auto& p) {  // the warp's reduction: a loop over lanes
-      using P = std::remove_cvref_t<decltype(p)>;
-      auto t = P::op::template identity<typename P::op::template total_t<typename P::acc_type>>();
-      for (int lane = 0; lane < row_lanes; ++lane) {
-        if constexpr (int(P::slot) == Kept) t = P::op::combine(t, reduce_lane_keeping<N>(p, lane, count, reg[lane], kept[lane]));
-        else t = P::op::combine(t, reduce_lane<N>(p, lane, count, reg[lane]));
+      using Ph = std::remove_cvref_t<decltype(p)>;
+      using Op = typename Ph::op;
+      auto t = Op::template identity<typename Op::template total_t<typename Ph::acc_type>>();
+      for (int lane = 0; lane < Lanes; ++lane) {
+        if constexpr (int(Ph::slot) == Kept) t = Op::combine(t, reduce_lane_keeping<N, Lanes, P>(p, lane, count, reg(lane), kept(lane)));
+        else t = Op::combine(t, reduce_lane<N, Lanes, P>(p, lane, count, reg(lane)));
       }
       return t;
     });
     ev.seek(idx);
     T* row = it.out + row_offset<R>(it.out_stride, idx);
-    for (int lane = 0; lane < row_lanes; ++lane) {
-      if constexpr (Kept >= 0) write_lane_kept<N>(row, ev, lane, count, reg[lane], kept[lane]);
-      else if (it.root_reduction) *row = static_cast<T>(ev.template at<true>(0, reg[0][0]));
-      else write_lane<N>(row, ev, lane, count, reg[lane]);
+    for (int lane = 0; lane < Lanes; ++lane) {
+      auto& r = reg(lane);
+      auto& k = kept(lane);
+      if constexpr (Kept >= 0)
+        write_lane<N, Lanes, P>(row, lane, count, vector.store, [&](int j, index_t i) { return ev.template at<true>(i, r[j], k[j]); });
+      else if (it.root_reduction)
+        *row = static_cast<T>(ev.template at<true>(0, reg(0)[0]));
+      else
+        write_lane<N, Lanes, P>(row, lane, count, vector.store, [&](int j, index_t i) { return ev.template at<true>(i, r[j]); });
     }
   }
 }
 
-int kept_rows = 0;  // row iterations run with a phase's operand kept for the epilogue
+int kept_rows = 0;    // row iterations run with a phase's operand kept for the epilogue
+int vector_loads = 0;   // ... whose rows were read 16 bytes at a time
+int vector_stores = 0;  // ... written 16 bytes at a time
 
-// As row_kernel.cuh's run: the register kernel where it fits, keeping an operand where it can.
-template <class T, std::size_t R, class Ev, class Ph>
-void run(const warp_sim&, const fuse::detail::row_iteration<T, R, Ev, Ph>& original) {
+// As row_kernel.cuh's run_registers: the register kernel, keeping an operand where it can.
+template <int Lanes, int ChunkBytes, class It>
+void simulate_registers(const It& original) {
   using namespace fuse::detail;
-  if (!registers_fit(original)) {
-    ++fallbacks;
-    return run(fuse::cpu{}, original);
-  }
-  ++register_rows;
   const auto r = registers_iteration(original);
   using RIt = std::remove_cvref_t<decltype(r.it)>;
+  using S = std::remove_cvref_t<decltype(r.source)>;
+  using T = std::remove_pointer_t<decltype(original.out)>;
+  constexpr int P = row_chunk_elements<typename S::value_type, T, ChunkBytes>();
+  const row_vectors vector = row_vectors_for<P, T, It::rank>(original.out, original.out_stride, r.source);
+  vector_loads += vector.load, vector_stores += vector.store;
   constexpr int kept = register_cached_phase<RIt>();
   if constexpr (kept >= 0) {
     if (!r.it.root_reduction && register_cache_fits<kept>(r.it)) {
       ++kept_rows;
-      return simulate<kept>(register_cached_iteration<kept>(r.it), r.source);
+      return simulate<kept, Lanes, P>(register_cached_iteration<kept>(r.it), r.source, vector);
     }
   }
-  simulate<-1>(r.it, r.source);
+  simulate<-1, Lanes, P>(r.it, r.source, vector);
+}
+
+// As row_kernel.cuh's run: a warp or a block per row where the row fits in registers.
+template <int B, class T, std::size_t R, class Ev, class Ph>
+void run(const warp_sim<B>&, const fuse::detail::row_iteration<T, R, Ev, Ph>& it) {
+  using namespace fuse::detail;
+  switch (register_lanes(it)) {
+    case row_lanes: ++register_rows; return simulate_registers<row_lanes, B>(it);
+    case register_block_lanes: ++register_rows, ++block_rows; return simulate_registers<register_block_lanes, B>(it);
+    default: ++fallbacks; return run(fuse::cpu{}, it);
+  }
 }
 
 // y = f(x...) through the simulation equals f on double copies through the CPU executor.
-template <class F, class... X>
+template <int ChunkBytes = fuse::detail::row_chunk_bytes, class F, class... X>
 void check_layer(const F& f, int expected_register_runs, const X&... x) {
   const int before = register_rows;
-  auto got = fuse::eval(warp_sim{}, f(x...));
+  auto got = fuse::eval(warp_sim<ChunkBytes>{}, f(x...));
   CHECK(register_rows - before == expected_register_runs);
   auto want = fuse::eval(f(fuse::cast<double>(x)...));
   fuse_test::check_same(got, want, 2e-5, 2e-6);
@@ -107,9 +136,11 @@ void check_layer(const F& f, int expected_register_runs, const X&... x) {
 TEST_CASE("cuda register rows (simulated lane by lane): layers against double", "[cuda][registers]") {
   using namespace warp_test;
   using fuse_test::shape;
-  for (index_t n : {1, 2, 31, 33, 100, 1000, 1024}) {
+  // Up to 1024: a warp per row; 1025 to 8192: a block per row.
+  for (index_t n : {1, 2, 31, 33, 100, 1000, 1024, 1025, 3001, 8192}) {
     for (index_t m : {1, 3}) {
       INFO("rows " << m << " of " << n);
+      const int block_before = block_rows;
       auto x = fuse_test::random_tensor<float>(shape<2>{m, n}, 1 + n + m);
       auto y = fuse_test::random_tensor<float>(shape<2>{m, n}, 2 + n + m);
       auto g = fuse_test::random_tensor<float>(shape<1>{n}, 3 + n);
@@ -127,6 +158,7 @@ TEST_CASE("cuda register rows (simulated lane by lane): layers against double", 
       check_layer([](const auto& a, const auto& c) { return fuse::softmax(a * c, fuse::axis<-1>) + c; }, 1, x, y);
       check_layer([](const auto& a) { return a - fuse::max(a, fuse::axis<-1>); }, 1, x);
       check_layer([](const auto& a) { return fuse::sum(a * a, fuse::axis<-1>); }, 1, x);
+      CHECK(block_rows - block_before == (n > 1024 ? 7 : 0));
     }
   }
 }
@@ -134,18 +166,60 @@ TEST_CASE("cuda register rows (simulated lane by lane): layers against double", 
 TEST_CASE("cuda register rows (simulated): padded rows use registers; longer or strided rows do not", "[cuda][registers]") {
   using namespace warp_test;
   using fuse_test::shape;
-  auto wide = fuse_test::random_tensor<float>(shape<2>{5, 1030}, 7);
-  auto padded = fuse::slice<1>(wide, 3, 1027);  // rows of 1024, row stride 1030: still one unit-stride axis
+  auto wide = fuse_test::random_tensor<float>(shape<2>{5, 8200}, 7);
+  auto padded = fuse::slice<1>(wide, 3, 1027);  // rows of 1024, row stride 8200: still one unit-stride axis
   check_layer([](const auto& a) { return fuse::softmax(a, fuse::axis<-1>); }, 1, padded);
+  const int block_before = block_rows;
+  check_layer([](const auto& a) { return fuse::softmax(a, fuse::axis<-1>); }, 1, fuse::slice<1>(wide, 5, 8197));  // 8192
+  CHECK(block_rows - block_before == 1);
+  // Two outer axes that do not merge into one (every other block of axis 0): the kernel splits
+  // the row number into both.
+  auto blocks = fuse_test::random_tensor<float>(shape<3>{6, 5, 37}, 8);
+  check_layer([](const auto& a) { return fuse::softmax(a, fuse::axis<-1>); }, 1, fuse::slice<0>(blocks, 0, 6, 2));
   int before = fallbacks;
-  check_layer([](const auto& a) { return fuse::softmax(a, fuse::axis<-1>); }, 0, wide);  // 1030 > 1024
+  check_layer([](const auto& a) { return fuse::softmax(a, fuse::axis<-1>); }, 0, wide);  // 8200 > 8192
   CHECK(fallbacks - before == 1);
   before = fallbacks;
   check_layer([](const auto& a) { return fuse::softmax(a, fuse::axis<0>); }, 0, wide);  // column rows
   CHECK(fallbacks > before);  // (a reduction over a leading axis is a group of its own: several kernels)
   before = fallbacks;
-  check_layer([](const auto& a) { return fuse::softmax(a, fuse::axis<-1>); }, 0, fuse::slice<1>(wide, 0, 1030, 2));  // step 2
+  check_layer([](const auto& a) { return fuse::softmax(a, fuse::axis<-1>); }, 0, fuse::slice<1>(wide, 0, 2060, 2));  // step 2
   CHECK(fallbacks - before == 1);
+}
+
+TEST_CASE("cuda register rows (simulated, FUSE_ROW_CHUNK_BYTES=16): 16-byte chunks where rows are aligned, partial last chunks", "[cuda][registers]") {
+  using namespace warp_test;
+  using fuse_test::shape;
+  auto softmax = [](const auto& a) { return fuse::softmax(a, fuse::axis<-1>); };
+  // Aligned rows: read and written 4 floats at a time, a warp (1024) or a block (8192) per row.
+  // Layer norm's gamma and beta are read element by element at the chunk layout's positions.
+  for (index_t n : {1024, 8192}) {
+    const int loads = vector_loads, stores = vector_stores;
+    auto x = fuse_test::random_tensor<float>(shape<2>{3, n}, 20 + n);
+    auto g = fuse_test::random_tensor<float>(shape<1>{n}, 30 + n);
+    auto b = fuse_test::random_tensor<float>(shape<1>{n}, 40 + n);
+    check_layer<16>(softmax, 1, x);
+    check_layer<16>([](const auto& a, const auto& gg, const auto& bb) { return fuse::layer_norm(a, gg, bb); }, 1, x, g, b);
+    CHECK(vector_loads - loads == 2);
+    CHECK(vector_stores - stores == 2);
+  }
+  // Rows of 101 and 1030 with padded, aligned row strides: the last chunk of each row is partial.
+  auto narrow = fuse_test::random_tensor<float>(shape<2>{5, 104}, 21);
+  auto wide = fuse_test::random_tensor<float>(shape<2>{4, 1032}, 22);
+  for (int k = 0; k < 2; ++k) {
+    const int loads = vector_loads;
+    if (k == 0) check_layer<16>(softmax, 1, fuse::slice<1>(narrow, 0, 101));
+    else check_layer<16>(softmax, 1, fuse::slice<1>(wide, 0, 1030));
+    CHECK(vector_loads - loads == 1);
+  }
+  // A row start 4 bytes past alignment, and rows of 33 (132-byte strides): element by element.
+  const int loads = vector_loads;
+  check_layer<16>(softmax, 1, fuse::slice<1>(narrow, 1, 101));
+  check_layer<16>(softmax, 1, fuse_test::random_tensor<float>(shape<2>{3, 33}, 23));
+  CHECK(vector_loads == loads);
+  // A double output: chunks of 2 (16 bytes of the wider type).
+  check_layer<16>([](const auto& a) { return fuse::softmax(fuse::cast<double>(a), fuse::axis<-1>); }, 1,
+              fuse_test::random_tensor<float>(shape<2>{3, 1000}, 24));
 }
 
 TEST_CASE("cuda fast divider: exact for dividends and divisors below 2^31", "[cuda][divide]") {

@@ -15,14 +15,30 @@
 
 namespace fuse::detail {
 
-// idx[first..last) = the row-major multi-index of q over shape[first..last).
+// idx[first..last) = the row-major multi-index of q (< the product of shape[first..last)) over
+// shape[first..last). The first axis takes what is left: no division (a row kernel over a matrix
+// divides nothing per row).
 FUSE_HOST_DEVICE FUSE_INLINE void unflatten(index_t q, const index_t* shape, std::size_t first, std::size_t last,
                                             index_t* idx) {
-  for (std::size_t d = last; d > first;) {
-    --d;
+  if (last <= first) return;
+  for (std::size_t d = last - 1; d > first; --d) {
     const index_t p = q / shape[d];
     idx[d] = q - p * shape[d];
     q = p;
+  }
+  idx[first] = q;
+}
+
+// unflatten over shape[0..N) with N known at compile time: every index is a constant after
+// unrolling, so that a GPU kernel keeps idx in registers (a run-time bound puts it in local memory).
+template <std::size_t N>
+FUSE_HOST_DEVICE FUSE_INLINE void unflatten_leading(index_t q, const index_t* shape, index_t* idx) {
+  if constexpr (N > 1) {
+    const index_t p = q / shape[N - 1];
+    idx[N - 1] = q - p * shape[N - 1];
+    unflatten_leading<N - 1>(p, shape, idx);
+  } else if constexpr (N == 1) {
+    idx[0] = q;
   }
 }
 

@@ -37,7 +37,8 @@ void require_close(const fuse::tensor<float, R>& got, const fuse::tensor<float, 
 }  // namespace
 
 TEST_CASE("cuda: softmax, layer_norm, rms_norm for warp- and block-per-row lengths") {
-  for (auto [m, n] : {std::pair<long, long>{1, 1}, {37, 33}, {300, 1024}, {5, 1025}, {3, 70001}}) {
+  // Rows in a warp's registers (<= 1024), in a block's (1025 - 8192), and re-read (longer).
+  for (auto [m, n] : {std::pair<long, long>{1, 1}, {37, 33}, {300, 1024}, {5, 1025}, {7, 3001}, {2, 8192}, {3, 8193}, {3, 70001}}) {
     auto hx = random_host<2>({m, n}, unsigned(m + n));
     auto hg = random_host<1>({n}, 2, 0.5f, 1.5f);
     auto hb = random_host<1>({n}, 3);
@@ -69,13 +70,15 @@ TEST_CASE("cuda: full reductions (two-stage) are accurate; empty extents give id
 }
 
 TEST_CASE("cuda: bf16 softmax and layer_norm accumulate in fp32") {
-  const long m = 64, n = 1000;
-  auto hx = random_host<2>({m, n}, 5);
-  fuse::tensor<__nv_bfloat16, 2> hb(m, n);
-  fuse::tensor<float, 2> hxf(m, n);
-  for (long i = 0; i < hx.size(); ++i) hb.data()[i] = __float2bfloat16(hx.data()[i]), hxf.data()[i] = __bfloat162float(hb.data()[i]);
-  fuse::device_tensor<__nv_bfloat16, 2> x(m, n);
-  fuse::copy(x, hb);
-  auto y = host_of(fuse::eval(fuse::cuda{}, fuse::cast<float>(fuse::eval(fuse::cuda{}, fuse::softmax(x, fuse::axis<-1>)))));
-  require_close(y, fuse::eval(fuse::softmax(hxf, fuse::axis<-1>)), 1e-2, 1e-4);
+  for (const long n : {1000, 3000}) {  // a warp's and a block's registers
+    const long m = 64;
+    auto hx = random_host<2>({m, n}, 5);
+    fuse::tensor<__nv_bfloat16, 2> hb(m, n);
+    fuse::tensor<float, 2> hxf(m, n);
+    for (long i = 0; i < hx.size(); ++i) hb.data()[i] = __float2bfloat16(hx.data()[i]), hxf.data()[i] = __bfloat162float(hb.data()[i]);
+    fuse::device_tensor<__nv_bfloat16, 2> x(m, n);
+    fuse::copy(x, hb);
+    auto y = host_of(fuse::eval(fuse::cuda{}, fuse::cast<float>(fuse::eval(fuse::cuda{}, fuse::softmax(x, fuse::axis<-1>)))));
+    require_close(y, fuse::eval(fuse::softmax(hxf, fuse::axis<-1>)), 1e-2, 1e-4);
+  }
 }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "fuse/backend/cuda/alignment.hpp"
 #include "fuse/backend/cuda/error.hpp"
 #include "fuse/backend/cuda/fast_divide.hpp"
 #include "fuse/core/iteration.hpp"
@@ -59,16 +60,9 @@ bool vector_ok(It& it) {
   constexpr std::size_t R = It::rank;
   using T = std::remove_pointer_t<decltype(it.out)>;
   if (!it.unit || it.shape[R - 1] % V != 0) return false;
-  auto aligned = [](const void* p, std::size_t elem, const index_t* stride) {
-    const std::size_t a = std::min<std::size_t>(16, elem * V);
-    if (reinterpret_cast<std::uintptr_t>(p) % a != 0) return false;
-    for (std::size_t d = 0; d + 1 < R; ++d)
-      if ((stride[d] * index_t(elem)) % index_t(a) != 0) return false;
-    return true;
-  };
-  bool ok = aligned(it.out, sizeof(T), it.out_stride);
+  bool ok = rows_aligned<R>(it.out, sizeof(T), V, it.out_stride);
   it.eval.for_each_tracker([&](const tracker& t) {
-    if (t.base && t.span == 0) ok = ok && aligned(t.base, t.elem_bytes, t.stride);
+    if (t.base && t.span == 0) ok = ok && rows_aligned<R>(t.base, t.elem_bytes, V, t.stride);
     if (t.base == nullptr && t.span == 0) {  // an affine index: only its row offset matters
       for (std::size_t d = 0; d + 1 < R; ++d) ok = ok && t.stride[d] % V == 0;
     }

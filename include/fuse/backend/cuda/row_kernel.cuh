@@ -1,9 +1,12 @@
-// fuse/backend/cuda/row_kernel.cuh - the CUDA row kernel: the same phases as on the CPU, one row
-// per warp (rows up to warp_row_limit elements) or one row per block (longer rows), chosen at run
-// time among variants instantiated at compile time. Each phase is reduced with CUB's warp or block
-// reduction and broadcast to the row's threads; later phases and the epilogue re-read the row,
-// which a short or medium row finds in L1/L2. A root reduction with fewer rows than multiprocessors
-// (sum of squares over everything) is split across blocks in two stages.
+// fuse/backend/cuda/row_kernel.cuh - the CUDA row kernel: the same phases as on the CPU, chosen at
+// run time among variants instantiated at compile time:
+//   - rows of one unit-stride axis up to 1024 elements: one warp per row, the row in registers
+//     (row_registers.hpp); up to 8192: one block per row, the row in the block's registers;
+//   - other rows up to warp_row_limit elements: one warp per row; longer: one block per row. Later
+//     phases and the epilogue re-read the row, which a short or medium row finds in L1/L2;
+//   - a root reduction with fewer rows than multiprocessors (sum of squares over everything) is
+//     split across blocks in two stages.
+// Each phase is reduced with CUB's warp or block reduction and broadcast to the row's threads.
 #pragma once
 
 #include <cub/block/block_reduce.cuh>
@@ -146,27 +149,53 @@ __global__ void __launch_bounds__(row_block) row_kernel(It it) {
   }
 }
 
-// Blocks of the register kernel resident per multiprocessor: 3 caps it at 80 registers (the
-// first H200 profile: 111 registers, 2 blocks, 0.75 eligible warps per scheduler).
-#ifndef FUSE_ROW_REGISTER_MIN_BLOCKS
-#define FUSE_ROW_REGISTER_MIN_BLOCKS 3
+// Blocks of the register kernel resident per multiprocessor (the register cap is 65536 / (256 *
+// blocks)), from the 32-bit registers a lane's row values need: the source's N values plus, with a
+// kept operand, N more. Measured on the H200 (docs/performance.md, run 8): fp32 softmax (64 data
+// registers) runs best with 3 blocks (80 registers: 0.625 x copy, 0.565 with 4); layer norm fp32
+// (32) and bf16 softmax and layer norm (16 + 32 and 16, two bf16 values per register) with 4 (64
+// registers: 0.508 vs 0.475, 0.33 vs 0.308, 0.27 vs 0.235). FUSE_ROW_REGISTER_MIN_BLOCKS sets one
+// count for every kernel (to measure).
+template <class V, class KeptT, bool Keeps>
+constexpr int register_min_blocks() {
+#ifdef FUSE_ROW_REGISTER_MIN_BLOCKS
+  return FUSE_ROW_REGISTER_MIN_BLOCKS;
+#else
+  constexpr std::size_t data = row_lane_elements * (sizeof(V) + (Keeps ? sizeof(KeptT) : 0)) / 4;
+  return data > 48 ? 3 : 4;
 #endif
+}
+
+// The value type of phase Kept's operand (the source's type when there is none, Kept < 0).
+template <int Kept, class It, class S>
+using kept_value_t = std::conditional_t<
+    (Kept >= 0), typename std::remove_cvref_t<decltype(get<std::size_t(Kept < 0 ? 0 : Kept)>(std::declval<It&>().phases).child)>::value_type,
+    typename S::value_type>;
+template <int Kept, class It, class S>
+inline constexpr int register_blocks_v = register_min_blocks<typename S::value_type, kept_value_t<Kept, It, S>, (Kept >= 0)>();
+
 #ifndef FUSE_ROW_REGISTER_WAVES
 #define FUSE_ROW_REGISTER_WAVES 0
 #endif
 
-// One row per warp with the row in registers (row_registers.hpp): rows of one unit-stride axis up
-// to 32 * row_lane_elements elements. Memory is read once per row instead of once per phase.
-// Kept >= 0: phase Kept's operand values stay in a second register array for the epilogue.
-template <int Kept, class It, class S>
-__global__ void __launch_bounds__(row_block, FUSE_ROW_REGISTER_MIN_BLOCKS) row_kernel_registers(It it, S source) {
+// One row per warp (Lanes = row_lanes) or per block (Lanes = row_block) with the row in registers
+// (row_registers.hpp): rows of one unit-stride axis up to Lanes * row_lane_elements elements.
+// Memory is read once per row instead of once per phase. Kept >= 0: phase Kept's operand values
+// stay in a second register array for the epilogue.
+static_assert(register_block_lanes == row_block, "fuse: the block register kernel holds a row in one block");
+template <int Kept, int Lanes, class It, class S>
+__global__ void __launch_bounds__(row_block, (register_blocks_v<Kept, It, S>))
+    row_kernel_registers(It it, S source, row_vectors vector) {
   constexpr std::size_t R = It::rank;
   constexpr int N = row_lane_elements;
+  constexpr bool per_warp = Lanes == row_lanes;
+  constexpr int rows_per_block = row_block / Lanes;
   using T = std::remove_pointer_t<decltype(it.out)>;
-  constexpr std::size_t scratch = scratch_bytes<true, decltype(it.phases)>();
+  constexpr int P = row_chunk_elements<typename S::value_type, T>();
+  constexpr std::size_t scratch = scratch_bytes<per_warp, decltype(it.phases)>();
   __shared__ __align__(16) unsigned char storage[scratch];
-  const int lane = threadIdx.x % row_lanes;
-  const index_t rows_per_step = index_t(gridDim.x) * (row_block / row_lanes);
+  const int lane = threadIdx.x % Lanes;
+  const index_t rows_per_step = index_t(gridDim.x) * rows_per_block;
   const index_t count = it.row_elements();
   const index_t rows = it.rows();
   row_slot slots[It::phase_count > 0 ? It::phase_count : 1];
@@ -174,26 +203,60 @@ __global__ void __launch_bounds__(row_block, FUSE_ROW_REGISTER_MIN_BLOCKS) row_k
   auto phases = it.phases;
   ev.bind(slots);
   for_each(phases, [&](auto& p) { p.bind(slots); });
-  for (index_t o = index_t(blockIdx.x) * (row_block / row_lanes) + threadIdx.x / row_lanes; o < rows; o += rows_per_step) {
+  // Per block: every thread of the block takes the same rows, so all reach the barriers.
+  for (index_t o = index_t(blockIdx.x) * rows_per_block + threadIdx.x / Lanes; o < rows; o += rows_per_step) {
     index_t idx[R] = {};
-    outer_index(it, o, idx);
+    unflatten_leading<R - 1>(o, it.shape, idx);  // register_lanes: the row is the last axis alone
     typename S::value_type reg[N];
     S src = source;
     src.seek(idx);
-    load_lane<N>(src, lane, count, reg);
-    using KeptT = typename std::remove_cvref_t<decltype(get<std::size_t(Kept < 0 ? 0 : Kept)>(phases).child)>::value_type;
-    [[maybe_unused]] KeptT kept[Kept >= 0 ? N : 1];
+    load_lane<N, Lanes, P>(src, lane, count, vector.load, reg);
+    [[maybe_unused]] kept_value_t<Kept, It, S> kept[Kept >= 0 ? N : 1];
     run_phases(phases, it.alias, slots, idx, [&](auto& p) {
-      using P = std::remove_cvref_t<decltype(p)>;
-      if constexpr (int(P::slot) == Kept) return row_allreduce<true, typename P::op>(reduce_lane_keeping<N>(p, lane, count, reg, kept), storage);
-      else return row_allreduce<true, typename P::op>(reduce_lane<N>(p, lane, count, reg), storage);
+      using Op = typename std::remove_cvref_t<decltype(p)>::op;
+      if constexpr (int(std::remove_cvref_t<decltype(p)>::slot) == Kept)
+        return row_allreduce<per_warp, Op>(reduce_lane_keeping<N, Lanes, P>(p, lane, count, reg, kept), storage);
+      else
+        return row_allreduce<per_warp, Op>(reduce_lane<N, Lanes, P>(p, lane, count, reg), storage);
     });
     ev.seek(idx);
     T* row = it.out + row_offset<R>(it.out_stride, idx);
-    if constexpr (Kept >= 0) write_lane_kept<N>(row, ev, lane, count, reg, kept);  // never a reduction root
-    else if (!it.root_reduction) write_lane<N>(row, ev, lane, count, reg);
-    else if (lane == 0) *row = static_cast<T>(ev.template at<true>(0, reg[0]));
+    if constexpr (Kept >= 0)  // never a reduction root
+      write_lane<N, Lanes, P>(row, lane, count, vector.store, [&](int j, index_t i) { return ev.template at<true>(i, reg[j], kept[j]); });
+    else if (!it.root_reduction)
+      write_lane<N, Lanes, P>(row, lane, count, vector.store, [&](int j, index_t i) { return ev.template at<true>(i, reg[j]); });
+    else if (lane == 0)
+      *row = static_cast<T>(ev.template at<true>(0, reg[0]));
   }
+}
+
+// Launches the register kernel for rows held by Lanes threads, keeping an operand where it can.
+template <int Lanes, class It>
+void run_registers(const cuda& exec, const It& it, index_t sms) {
+  const auto r = registers_iteration(it);
+  const index_t rows_per_block = row_block / Lanes;
+  // FUSE_ROW_REGISTER_WAVES > 0: at most that many waves of resident blocks, each warp looping
+  // over rows (measured against one row per warp: docs/performance.md).
+  auto blocks = [&](int resident) {
+    const index_t cap = FUSE_ROW_REGISTER_WAVES > 0 ? sms * resident * FUSE_ROW_REGISTER_WAVES : sms * 32;
+    return static_cast<unsigned>(std::min<index_t>((it.rows() + rows_per_block - 1) / rows_per_block, cap));
+  };
+  using RIt = std::remove_cvref_t<decltype(r.it)>;
+  using S = std::remove_cvref_t<decltype(r.source)>;
+  using T = std::remove_pointer_t<decltype(it.out)>;
+  const row_vectors vector = row_vectors_for<row_chunk_elements<typename S::value_type, T>(), T, It::rank>(it.out, it.out_stride, r.source);
+  constexpr int kept = register_cached_phase<RIt>();
+  if constexpr (kept >= 0) {
+    if (!it.root_reduction && register_cache_fits<kept>(r.it)) {
+      const auto kit = register_cached_iteration<kept>(r.it);
+      constexpr int resident = register_blocks_v<kept, std::remove_cvref_t<decltype(kit)>, S>;
+      row_kernel_registers<kept, Lanes><<<blocks(resident), row_block, 0, exec.stream>>>(kit, r.source, vector);
+      cuda_check(cudaGetLastError(), "cuda: row kernel (registers, kept operand) launch");
+      return;
+    }
+  }
+  row_kernel_registers<-1, Lanes><<<blocks(register_blocks_v<-1, RIt, S>), row_block, 0, exec.stream>>>(r.it, r.source, vector);
+  cuda_check(cudaGetLastError(), "cuda: row kernel (registers) launch");
 }
 
 // Stage 1 of a split root reduction: block b reduces its share of every row into partial[row][b].
@@ -259,24 +322,10 @@ void run(const cuda& exec, const row_iteration<T, R, Ev, Ph>& it) {
     }
   }
   if constexpr (!std::is_void_v<row_source_t<It>>) {
-    if (registers_fit(it)) {
-      const auto r = registers_iteration(it);
-      // FUSE_ROW_REGISTER_WAVES > 0: at most that many waves of resident blocks, each warp looping
-      // over rows (measured against one row per warp: docs/performance.md).
-      const index_t cap = FUSE_ROW_REGISTER_WAVES > 0 ? sms * FUSE_ROW_REGISTER_MIN_BLOCKS * FUSE_ROW_REGISTER_WAVES : sms * 32;
-      const unsigned blocks = static_cast<unsigned>(std::min<index_t>((rows + row_block / row_lanes - 1) / (row_block / row_lanes), cap));
-      using RIt = std::remove_cvref_t<decltype(r.it)>;
-      constexpr int kept = register_cached_phase<RIt>();
-      if constexpr (kept >= 0) {
-        if (!it.root_reduction && register_cache_fits<kept>(r.it)) {
-          row_kernel_registers<kept><<<blocks, row_block, 0, exec.stream>>>(register_cached_iteration<kept>(r.it), r.source);
-          cuda_check(cudaGetLastError(), "cuda: row kernel (registers, kept operand) launch");
-          return;
-        }
-      }
-      row_kernel_registers<-1><<<blocks, row_block, 0, exec.stream>>>(r.it, r.source);
-      cuda_check(cudaGetLastError(), "cuda: row kernel (registers) launch");
-      return;
+    switch (register_lanes(it)) {
+      case row_lanes: return run_registers<row_lanes>(exec, it, sms);
+      case register_block_lanes: return run_registers<register_block_lanes>(exec, it, sms);
+      default: break;
     }
   }
   const bool per_warp = count <= warp_row_limit;

@@ -2,36 +2,41 @@
 //
 // softmax reads x three times per row (max, sum of exp, epilogue) and layer norm three times
 // (mean, variance, epilogue). For rows up to 32 * row_lane_elements elements, one warp holds the
-// row in registers: lane l loads elements l, l + 32, ... of the row's *source* - the first memory
-// load in the first phase's operand - once, and every phase and the epilogue read those registers
-// wherever the same load (same pointer and strides) occurs. Other loads (layer norm's gamma and
-// beta) still read memory.
+// row in registers; for rows up to 256 * row_lane_elements, one block. Lane l of the L threads
+// loads elements l, l + L, ... of the row's *source* - the first memory load in the first phase's
+// operand - once, and every phase and the epilogue read those registers wherever the same load
+// (same pointer and strides) occurs. Other loads (layer norm's gamma and beta) still read memory.
 //
-// The phase whose operand the epilogue repeats (softmax's exp(x - max), cpu/row_cache.hpp's
+// The phase whose operand the epilogue repeats (softmax's exp(x - max), core/reused_phase.hpp's
 // choice) can keep its values in a second register array: the epilogue then reads them through a
 // hole (shared_subtree.hpp) instead of computing the exponential again.
 //
 // The register value travels as the `env` argument of at(): an occurrence of the source becomes
 // register_or_load, which returns it when the occurrence is the source and loads otherwise (decided
 // once, on the host). The per-lane steps are host and device functions, so that the CPU tests run
-// them lane by lane (tests/backend/test_row_registers.cpp); row_kernel.cuh adds the warp reduction.
+// them lane by lane (tests/backend/test_cuda_logic.cpp); row_kernel.cuh adds the warp reduction.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <type_traits>
 
-#include "fuse/backend/cpu/row_cache.hpp"
+#include "fuse/backend/cuda/alignment.hpp"
 #include "fuse/core/evaluator.hpp"
 #include "fuse/core/shared_subtree.hpp"
 #include "fuse/core/evaluator_match.hpp"
+#include "fuse/core/reused_phase.hpp"
 #include "fuse/core/row_iteration.hpp"
 #include "fuse/ops/reduce.hpp"
 
 namespace fuse::detail {
 
-// Elements per lane: rows up to 32 * 32 = 1024 elements. Each lane keeps 32 values in registers.
+// Elements per lane: each thread keeps 32 values of its row in registers. A warp holds rows up to
+// 32 * 32 = 1024 elements; a block of 256 threads (one row per block, block-wide reductions) rows
+// up to 8192.
 inline constexpr int row_lane_elements = 32;
 inline constexpr int row_lanes = 32;
+inline constexpr int register_block_lanes = 256;
 
 // The first load (pre-order) in E, through elementwise nodes; void if none.
 template <class E>
@@ -172,35 +177,119 @@ auto register_cached_iteration(const row_iteration<T, R, Ev, Ph>& it) {
   return r;
 }
 
-// May a row iteration use the register kernel? One unit-stride row axis of at most 1024 elements.
+// The threads that hold one row in registers (row_lanes: a warp; register_block_lanes: a block),
+// or 0 when the register kernel does not apply: it needs one unit-stride row axis of at most
+// register_block_lanes * row_lane_elements elements.
 template <class It>
-bool registers_fit(const It& it) {
+int register_lanes(const It& it) {
   constexpr std::size_t R = It::rank;
   if constexpr (std::is_void_v<row_source_t<It>>) {
-    return false;
+    return 0;
   } else {
-    return it.unit && it.inner_first + 1 == R && it.row_elements() <= index_t(row_lanes) * row_lane_elements;
+    if (!it.unit || it.inner_first + 1 != R) return 0;
+    const index_t count = it.row_elements();
+    if (count <= index_t(row_lanes) * row_lane_elements) return row_lanes;
+    if (count <= index_t(register_block_lanes) * row_lane_elements) return register_block_lanes;
+    return 0;
   }
 }
 
-// How many of lane `lane`'s N slots hold elements of a row of `count`: the loops below test the
-// slot number against it (one 32-bit compare) instead of the 64-bit element index against count.
-template <int N>
-FUSE_HOST_DEVICE FUSE_INLINE int lane_count(int lane, index_t count) {
-  if (count <= lane) return 0;
-  const index_t m = (count - lane + row_lanes - 1) / row_lanes;
-  return m < N ? static_cast<int>(m) : N;
+// Where a lane's values are. The row is read and written in chunks of P consecutive elements:
+// chunk c of the row belongs to lane c % Lanes, so consecutive lanes touch consecutive chunks
+// (coalesced). Slot j of a lane holds element lane_element(lane, j): chunk j / P, position j % P.
+// P = 1 (FUSE_ROW_CHUNK_BYTES=0, the default): one element per access, as measured on the H200
+// (docs/performance.md). FUSE_ROW_CHUNK_BYTES=16: P elements of the wider of the source and
+// output types fill 16 bytes, and a chunk is one 16-byte load or store where the rows are aligned
+// for it (row_vectors); bf16 rows then take one access per 8 elements instead of 8. Not yet timed
+// on a GPU; ptxas reports more spills with it (fp32 softmax 32-36 bytes instead of 16-20, bf16
+// layer norm up to 236 instead of 12-28), so it stays opt-in until a GPU run decides.
+#ifndef FUSE_ROW_CHUNK_BYTES
+#define FUSE_ROW_CHUNK_BYTES 0
+#endif
+inline constexpr int row_chunk_bytes = FUSE_ROW_CHUNK_BYTES;
+
+template <class S, class T, int Bytes = row_chunk_bytes>
+constexpr int row_chunk_elements() {
+  constexpr int wider = int(sizeof(S) > sizeof(T) ? sizeof(S) : sizeof(T));
+  constexpr int p = Bytes >= 2 * wider && Bytes % wider == 0 ? Bytes / wider : 1;
+  static_assert(row_lane_elements % p == 0, "fuse: a lane holds whole chunks");
+  return p;
 }
 
-// Lane `lane`'s elements of the current row (the source seeked to it): element lane + 32 j in
-// reg[j].
-template <int N, class S>
-FUSE_HOST_DEVICE FUSE_INLINE void load_lane(const S& source, int lane, index_t count, typename S::value_type (&reg)[N]) {
-  const int m = lane_count<N>(lane, count);
-FUSE_UNROLL
-  for (int j = 0; j < N; ++j) {
-    const index_t i = lane + index_t(row_lanes) * j;
-    reg[j] = j < m ? source.template at<true>(i) : typename S::value_type{};
+template <int Lanes, int P>
+FUSE_HOST_DEVICE FUSE_INLINE index_t lane_element(int lane, int j) {
+  return (index_t(j / P) * Lanes + lane) * P + j % P;
+}
+
+// How many of lane `lane`'s N slots hold elements of a row of `count`: its full chunks, then at
+// most one partial one (the row's last), so the valid slots are a prefix. The loops below test the
+// slot number against it (one 32-bit compare) instead of the 64-bit element index against count.
+template <int N, int Lanes, int P>
+FUSE_HOST_DEVICE FUSE_INLINE int lane_count(int lane, index_t count) {
+  const index_t first = index_t(lane) * P, span = index_t(Lanes) * P;
+  if (count <= first) return 0;
+  const index_t full = count - first >= P ? (count - first - P) / span + 1 : 0;
+  if (full >= N / P) return N;
+  const index_t rest = count - (first + full * span);  // < P: the partial chunk, if any
+  return static_cast<int>(full * P + (rest > 0 ? rest : 0));
+}
+
+// Lane `lane`'s elements of the current row (the source seeked to it) into reg.
+template <int N, int Lanes, int P, class S>
+FUSE_HOST_DEVICE FUSE_INLINE void load_lane(const S& source, int lane, index_t count, bool vector,
+                                            typename S::value_type (&reg)[N]) {
+  const int m = lane_count<N, Lanes, P>(lane, count);
+  FUSE_UNROLL
+  for (int c = 0; c < N / P; ++c) {
+    const index_t e = lane_element<Lanes, P>(lane, c * P);
+    if constexpr (P > 1) {
+      if (vector && (c + 1) * P <= m) {
+        const auto v = source.template at_vec<P>(e);
+        FUSE_UNROLL
+        for (int p = 0; p < P; ++p) reg[c * P + p] = v.v[p];
+        continue;
+      }
+    }
+    FUSE_UNROLL
+    for (int p = 0; p < P; ++p) reg[c * P + p] = c * P + p < m ? source.template at<true>(e + p) : typename S::value_type{};
+  }
+}
+
+// Lane `lane`'s elements of the unit-stride row `out`: value(j, i) for slot j, element i.
+template <int N, int Lanes, int P, class T, class F>
+FUSE_HOST_DEVICE FUSE_INLINE void write_lane(T* out, int lane, index_t count, bool vector, F&& value) {
+  const int m = lane_count<N, Lanes, P>(lane, count);
+  FUSE_UNROLL
+  for (int c = 0; c < N / P; ++c) {
+    const index_t e = lane_element<Lanes, P>(lane, c * P);
+    if constexpr (P > 1) {
+      if (vector && (c + 1) * P <= m) {
+        lanes<T, P> o;
+        FUSE_UNROLL
+        for (int p = 0; p < P; ++p) o.v[p] = static_cast<T>(value(c * P + p, e + p));
+        *reinterpret_cast<lanes<T, P>*>(out + e) = o;
+        continue;
+      }
+    }
+    FUSE_UNROLL
+    for (int p = 0; p < P; ++p)
+      if (c * P + p < m) out[e + p] = static_cast<T>(value(c * P + p, e + p));
+  }
+}
+
+// May the register kernel read the source's rows (load) and write the output's rows (store) P
+// elements at a time?
+struct row_vectors {
+  bool load = false;
+  bool store = false;
+};
+template <int P, class T, std::size_t R, class S>
+row_vectors row_vectors_for(const T* out, const index_t* out_stride, const S& source) {
+  if constexpr (P == 1) {
+    return {};
+  } else {
+    return {rows_aligned<R>(source.base, sizeof(typename S::value_type), P, source.stride),
+            rows_aligned<R>(out, sizeof(T), P, out_stride)};
   }
 }
 
@@ -224,11 +313,11 @@ FUSE_HOST_DEVICE FUSE_INLINE A lane_combine(A a, A b) {
 
 // Lane `lane`'s share of phase p (its operand seeked to the row), as the phase's total type. Four
 // accumulators: one chain of 32 dependent adds left the warps waiting on each other's results.
-template <int N, class P, class V>
-FUSE_HOST_DEVICE FUSE_INLINE auto reduce_lane(const P& p, int lane, index_t count, const V (&reg)[N]) {
-  const int m = lane_count<N>(lane, count);
-  using Op = typename P::op;
-  using Acc = typename P::acc_type;
+template <int N, int Lanes, int P, class Ph, class V>
+FUSE_HOST_DEVICE FUSE_INLINE auto reduce_lane(const Ph& p, int lane, index_t count, const V (&reg)[N]) {
+  const int m = lane_count<N, Lanes, P>(lane, count);
+  using Op = typename Ph::op;
+  using Acc = typename Ph::acc_type;
   using Total = typename Op::template total_t<Acc>;
   constexpr int chains = N % 4 == 0 ? 4 : 1;
   Acc acc[chains];
@@ -236,7 +325,7 @@ FUSE_HOST_DEVICE FUSE_INLINE auto reduce_lane(const P& p, int lane, index_t coun
   for (int c = 0; c < chains; ++c) acc[c] = Op::template identity<Acc>();
   FUSE_UNROLL
   for (int j = 0; j < N; ++j) {
-    const index_t i = lane + index_t(row_lanes) * j;
+    const index_t i = lane_element<Lanes, P>(lane, j);
     if (j < m) acc[j % chains] = lane_combine<Op>(acc[j % chains], static_cast<Acc>(p.child.template at<true>(i, reg[j])));
   }
   FUSE_UNROLL
@@ -245,44 +334,22 @@ FUSE_HOST_DEVICE FUSE_INLINE auto reduce_lane(const P& p, int lane, index_t coun
 }
 
 // As reduce_lane, keeping each operand value in kept[j] for the epilogue.
-template <int N, class P, class V, class K>
-FUSE_HOST_DEVICE FUSE_INLINE auto reduce_lane_keeping(const P& p, int lane, index_t count, const V (&reg)[N], K (&kept)[N]) {
-  const int m = lane_count<N>(lane, count);
-  using Op = typename P::op;
-  using Acc = typename P::acc_type;
+template <int N, int Lanes, int P, class Ph, class V, class K>
+FUSE_HOST_DEVICE FUSE_INLINE auto reduce_lane_keeping(const Ph& p, int lane, index_t count, const V (&reg)[N], K (&kept)[N]) {
+  const int m = lane_count<N, Lanes, P>(lane, count);
+  using Op = typename Ph::op;
+  using Acc = typename Ph::acc_type;
   using Total = typename Op::template total_t<Acc>;
   Acc acc = Op::template identity<Acc>();
   FUSE_UNROLL
   for (int j = 0; j < N; ++j) {
-    const index_t i = lane + index_t(row_lanes) * j;
+    const index_t i = lane_element<Lanes, P>(lane, j);
     if (j < m) {
       kept[j] = p.child.template at<true>(i, reg[j]);
       acc = lane_combine<Op>(acc, static_cast<Acc>(kept[j]));
     }
   }
   return Op::combine(Op::template identity<Total>(), static_cast<Total>(acc));
-}
-
-// As write_lane, the epilogue also reading the kept values.
-template <int N, class T, class Ev, class V, class K>
-FUSE_HOST_DEVICE FUSE_INLINE void write_lane_kept(T* out, const Ev& ev, int lane, index_t count, const V (&reg)[N], const K (&kept)[N]) {
-  const int m = lane_count<N>(lane, count);
-  FUSE_UNROLL
-  for (int j = 0; j < N; ++j) {
-    const index_t i = lane + index_t(row_lanes) * j;
-    if (j < m) out[i] = static_cast<T>(ev.template at<true>(i, reg[j], kept[j]));
-  }
-}
-
-// Lane `lane`'s elements of the epilogue (seeked to the row) into the unit-stride row `out`.
-template <int N, class T, class Ev, class V>
-FUSE_HOST_DEVICE FUSE_INLINE void write_lane(T* out, const Ev& ev, int lane, index_t count, const V (&reg)[N]) {
-  const int m = lane_count<N>(lane, count);
-FUSE_UNROLL
-  for (int j = 0; j < N; ++j) {
-    const index_t i = lane + index_t(row_lanes) * j;
-    if (j < m) out[i] = static_cast<T>(ev.template at<true>(i, reg[j]));
-  }
 }
 
 }  // namespace fuse::detail
