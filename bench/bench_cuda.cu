@@ -76,6 +76,32 @@ bool close(const fuse::tensor<float, R>& a, const fuse::device_tensor<float, R>&
   return std::sqrt(num / std::max(den, 1e-30)) < tol;
 }
 
+// The row layers' inputs: x [m, n] and gamma, beta [n], on the host (for the references) and the
+// device, and a device output.
+struct layer_inputs {
+  fuse::tensor<float, 2> hx;
+  fuse::tensor<float, 1> hg, hb;
+  fuse::device_tensor<float, 2> x, y;
+  fuse::device_tensor<float, 1> g, b;
+  layer_inputs(index_t m, index_t n, unsigned seed)
+      : hx(random_host<2>({m, n}, seed)), hg(random_host<1>({n}, seed + 1)), hb(random_host<1>({n}, seed + 2)),
+        x(m, n), y(m, n), g(n), b(n) {
+    fuse::copy(x, hx), fuse::copy(g, hg), fuse::copy(b, hb);
+  }
+  double bytes() const { return 2.0 * double(hx.size()) * 4; }  // x read once, y written once
+};
+
+// softmax and layer norm, fused, over d's rows: rows "<layer> <shape> fp32 fused".
+void fused_layers(std::vector<row>& rows, layer_inputs& d, const std::string& shape) {
+  auto sm_ref = fuse::eval(fuse::softmax(d.hx, fuse::axis<-1>));
+  double ms = median_ms(d.y, [&] { fuse::assign(fuse::cuda{}, d.y, fuse::softmax(d.x, fuse::axis<-1>)); });
+  rows.push_back({"softmax " + shape + " fp32 fused", d.bytes() / (ms * 1e6), close(sm_ref, d.y)});
+  auto ln_ref = fuse::eval(fuse::layer_norm(d.hx, d.hg, d.hb));
+  ms = median_ms(d.y, [&] { fuse::assign(fuse::cuda{}, d.y, fuse::layer_norm(d.x, d.g, d.b)); });
+  const double gamma_beta = 8.0 * double(d.hg.size());
+  rows.push_back({"layer_norm " + shape + " fp32 fused", (d.bytes() + gamma_beta) / (ms * 1e6), close(ln_ref, d.y, 1e-4)});
+}
+
 }  // namespace
 
 int main() {
@@ -128,21 +154,13 @@ int main() {
 
   {  // reduction-broadcast layers on [16384, 1024]: fp32 and bf16 (computed in fp32)
     const index_t m = 16384, n = 1024;
-    auto hx = random_host<2>({m, n}, 5);
-    auto hg = random_host<1>({n}, 6);
-    auto hb = random_host<1>({n}, 7);
-    fuse::device_tensor<float, 2> x(m, n), y(m, n);
-    fuse::device_tensor<float, 1> g(n), b(n);
-    fuse::copy(x, hx), fuse::copy(g, hg), fuse::copy(b, hb);
-    const double bytes = 2.0 * m * n * 4;
+    layer_inputs d(m, n, 5);
+    auto& [hx, hg, hb, x, y, g, b] = d;
+    fused_layers(rows, d, "[16384,1024]");
+    const double bytes = d.bytes();
     auto sm_ref = fuse::eval(fuse::softmax(hx, fuse::axis<-1>));
-    double ms = median_ms(y, [&] { fuse::assign(fuse::cuda{}, y, fuse::softmax(x, fuse::axis<-1>)); });
-    rows.push_back({"softmax [16384,1024] fp32 fused", bytes / (ms * 1e6), close(sm_ref, y)});
-    ms = median_ms(y, [&] { fuse::assign(fuse::eager(fuse::cuda{}), y, fuse::softmax(x, fuse::axis<-1>)); });
+    double ms = median_ms(y, [&] { fuse::assign(fuse::eager(fuse::cuda{}), y, fuse::softmax(x, fuse::axis<-1>)); });
     rows.push_back({"softmax [16384,1024] fp32 eager", bytes / (ms * 1e6), close(sm_ref, y)});
-    auto ln_ref = fuse::eval(fuse::layer_norm(hx, hg, hb));
-    ms = median_ms(y, [&] { fuse::assign(fuse::cuda{}, y, fuse::layer_norm(x, g, b)); });
-    rows.push_back({"layer_norm [16384,1024] fp32 fused", (bytes + 8.0 * n) / (ms * 1e6), close(ln_ref, y, 1e-4)});
     auto rn_ref = fuse::eval(fuse::rms_norm(hx, hg));
     ms = median_ms(y, [&] { fuse::assign(fuse::cuda{}, y, fuse::rms_norm(x, g)); });
     rows.push_back({"rms_norm [16384,1024] fp32 fused", (bytes + 4.0 * n) / (ms * 1e6), close(rn_ref, y)});
@@ -166,6 +184,10 @@ int main() {
     ms = median_ms(yb, [&] { fuse::assign(fuse::cuda{}, yb, fuse::layer_norm(next_xb(), g, b)); });
     rows.push_back({"layer_norm [16384,1024] bf16 fused", (bbytes + 8.0 * n) / (ms * 1e6), close(lnb_ref, fuse::eval(fuse::cuda{}, fuse::cast<float>(yb)), 1e-2)});
   }
+  {  // medium rows: one block per row, the row in the block's registers (rows of 1025-8192)
+    layer_inputs d(4096, 4096, 10);
+    fused_layers(rows, d, "[4096,4096]");
+  }
   {  // softmax over long rows, and a full reduction
     const index_t m = 64, n = 262144;
     auto hx = random_host<2>({m, n}, 8);
@@ -185,10 +207,10 @@ int main() {
     rows.push_back({"sum of squares 2^25 fp32", n2 * 4.0 / (ms2 * 1e6), std::abs(got - exact) / exact < 1e-6});
   }
 
-  std::printf("\n%s, %d SMs\n%-32s %10s %8s %6s\n", prop.name, prop.multiProcessorCount, "workload", "GB/s", "x copy", "check");
+  std::printf("\n%s, %d SMs\n%-36s %10s %8s %6s\n", prop.name, prop.multiProcessorCount, "workload", "GB/s", "x copy", "check");
   bool ok = true;
   for (auto& r : rows) {
-    std::printf("%-32s %10.1f %8.3f %6s\n", r.name.c_str(), r.gbs, r.gbs / copy_gbs, r.pass ? "pass" : "FAIL");
+    std::printf("%-36s %10.1f %8.3f %6s\n", r.name.c_str(), r.gbs, r.gbs / copy_gbs, r.pass ? "pass" : "FAIL");
     ok = ok && r.pass;
   }
   return ok ? 0 : 1;
