@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstring>
+#include <iterator>
 
 #include "fuse/core/evaluator_match.hpp"
 #include "fuse/core/iteration.hpp"
@@ -171,6 +172,16 @@ struct row_iteration {
     for_each(phases, [&](auto& p) { p.for_each_tracker(f); });
   }
 };
+
+// The same iteration (output, shape, aliases) with other evaluators for the epilogue and phases.
+template <class T, std::size_t R, class Ev, class Ph, class Ev2, class Ph2>
+row_iteration<T, R, Ev2, Ph2> with_evaluators(const row_iteration<T, R, Ev, Ph>& it, const Ev2& eval, const Ph2& phases) {
+  static_assert(Ph2::size == Ph::size, "fuse: the phases keep their slots and aliases");
+  row_iteration<T, R, Ev2, Ph2> r{it.out, {}, {}, it.inner_first, eval, phases, {}, it.unit, it.root_reduction};
+  for (std::size_t d = 0; d < R; ++d) r.out_stride[d] = it.out_stride[d], r.shape[d] = it.shape[d];
+  for (std::size_t k = 0; k < std::size(it.alias); ++k) r.alias[k] = it.alias[k];
+  return r;
+}
 
 // Moves the axes in `mask` last (stable), for the shape and every stride set.
 template <std::size_t R>

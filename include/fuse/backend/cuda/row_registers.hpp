@@ -139,14 +139,12 @@ auto registers_iteration(const row_iteration<T, R, Ev, Ph>& it) {
         return make_tuple_of(one(p)...);
       },
       it.phases);
-  row_iteration<T, R, decltype(ev), decltype(phases)> r{it.out, {}, {}, it.inner_first, ev, phases, {}, it.unit, it.root_reduction};
-  for (std::size_t d = 0; d < R; ++d) r.out_stride[d] = it.out_stride[d], r.shape[d] = it.shape[d];
-  for (std::size_t k = 0; k < (it.phase_count > 0 ? it.phase_count : 1); ++k) r.alias[k] = it.alias[k];
+  auto marked = with_evaluators(it, ev, phases);
   struct result {
-    decltype(r) it;
+    decltype(marked) it;
     S source;
   };
-  return result{r, source};
+  return result{marked, source};
 }
 
 // The phase whose operand values the register kernel keeps for the epilogue, or -1.
@@ -170,11 +168,7 @@ bool register_cache_fits(const It& it) {
 template <int K, class T, std::size_t R, class Ev, class Ph>
 auto register_cached_iteration(const row_iteration<T, R, Ev, Ph>& it) {
   using C = std::remove_cvref_t<decltype(get<std::size_t(K)>(it.phases).child)>;
-  auto ev = substitute<C>(it.eval, hole_eval<typename C::value_type, 1>{});
-  row_iteration<T, R, decltype(ev), Ph> r{it.out, {}, {}, it.inner_first, ev, it.phases, {}, it.unit, it.root_reduction};
-  for (std::size_t d = 0; d < R; ++d) r.out_stride[d] = it.out_stride[d], r.shape[d] = it.shape[d];
-  for (std::size_t k = 0; k < it.phase_count; ++k) r.alias[k] = it.alias[k];
-  return r;
+  return with_evaluators(it, substitute<C>(it.eval, hole_eval<typename C::value_type, 1>{}), it.phases);
 }
 
 // The threads that hold one row in registers (row_lanes: a warp; register_block_lanes: a block),
