@@ -140,6 +140,8 @@ TEST_CASE("float accuracy against long double", "[math][float]") {
   const float tiny = 1e-30f;
   check_accuracy<float>("exp", -87.3f, 89.f, tiny, [](float x) { return fm::exp(x); },
                         [](LD x) { return std::exp(x); });
+  check_accuracy<float>("exp_nonpositive", -87.3f, 0.f, tiny, [](float x) { return fm::exp_nonpositive(x); },
+                        [](LD x) { return std::exp(x); });
   check_accuracy<float>("log", 1e-44f, 3e38f, 1e-44f, [](float x) { return fm::log(x); },
                         [](LD x) { return std::log(x); });
   check_accuracy<float>("log (near 1)", 0.5f, 2.f, 0.5f, [](float x) { return fm::log(x); },
@@ -214,6 +216,7 @@ TEST_CASE("float special values", "[math][float]") {
   SECTION("NaN propagates") {
     for (float v : {nan, -nan}) {
       CHECK(std::isnan(fm::exp(v)));
+      CHECK(std::isnan(fm::exp_nonpositive(v)));
       CHECK(std::isnan(fm::log(v)));
       CHECK(std::isnan(fm::log1p(v)));
       CHECK(std::isnan(fm::expm1(v)));
@@ -248,6 +251,45 @@ TEST_CASE("float special values", "[math][float]") {
     CHECK(fm::exp(-87.3f) == Approx(std::exp(double(-87.3f))).epsilon(1e-6));
     CHECK(fm::exp(-87.33654022f) >= std::numeric_limits<float>::min());  // the last value not flushed
     CHECK(same(fm::exp(den), 1.0f));
+  }
+  SECTION("exp_nonpositive") {
+    // It must give exp's result bit for bit: every 1009th float of [-90, -0] and every float
+    // within 4096 ulp of the flush threshold, where 2^n is smallest.
+    std::vector<float> x;
+    for (std::uint32_t bits = 0x80000000u;; bits += 1009) {
+      float v;
+      std::memcpy(&v, &bits, sizeof v);
+      if (v < -90.0f) break;
+      x.push_back(v);
+    }
+    float up = -87.33654022f, down = up;
+    for (int i = 0; i < 4096; ++i) {
+      x.push_back(up), x.push_back(down);
+      up = std::nextafter(up, 0.0f), down = std::nextafter(down, -inf);
+    }
+    std::vector<float> got(x.size()), want(x.size());
+    const float* xp = x.data();
+    float* gp = got.data();
+    float* wp = want.data();
+    const std::size_t n = x.size();
+    FUSE_SIMD_LOOP
+    for (std::size_t i = 0; i < n; ++i) gp[i] = fm::exp_nonpositive(xp[i]);
+    FUSE_SIMD_LOOP
+    for (std::size_t i = 0; i < n; ++i) wp[i] = fm::exp(xp[i]);
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < n; ++i) differ += !same(got[i], want[i]);
+    INFO(differ << " of " << x.size() << " differ from exp");
+    CHECK(differ == 0);
+    for (std::uint32_t bits : {0x7fc00001u, 0x7fffffffu, 0xffc12345u, 0x7f800001u}) {
+      float p;
+      std::memcpy(&p, &bits, sizeof p);
+      CHECK(std::isnan(fm::exp_nonpositive(p)));
+    }
+    CHECK(same(fm::exp_nonpositive(-inf), 0.0f));
+    CHECK(same(fm::exp_nonpositive(-big), 0.0f));
+    CHECK(same(fm::exp_nonpositive(-0.0f), 1.0f));
+    CHECK(same(fm::exp_nonpositive(0.0f), 1.0f));
+    CHECK(same(fm::exp_nonpositive(-den), 1.0f));
   }
   SECTION("log") {
     CHECK(same(fm::log(1.0f), 0.0f));

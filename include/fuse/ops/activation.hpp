@@ -19,7 +19,7 @@ namespace fn {
 FUSE_FLOAT_FN(sigmoid, 12, math::sigmoid(x))
 FUSE_FLOAT_FN(silu, 13, x * math::sigmoid(x))
 // log(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|); NaN propagates through both terms.
-FUSE_FLOAT_FN(softplus, 24, (x > T(0) ? x : T(0)) + math::log1p(math::exp(-math::fabs(x))))
+FUSE_FLOAT_FN(softplus, 24, (x > T(0) ? x : T(0)) + math::log1p(math::exp_nonpositive(-math::fabs(x))))
 // tanh approximation: 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), computed as
 // x * sigmoid(2u) (the same function: 0.5 (1 + tanh(u)) = sigmoid(2u)), one exp and one division
 // instead of tanh's exp, division and small-argument polynomial: 1.3x faster here.

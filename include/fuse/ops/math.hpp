@@ -34,6 +34,16 @@ FUSE_FLOAT_FN(tanh, 12, math::tanh(x))
 FUSE_FLOAT_FN(erf, 14, math::erf(x))
 #undef FUSE_FLOAT_FN
 
+// exp of an argument that is never positive (softmax's x - max): cheaper on the host, see
+// math::exp_nonpositive.  Only the library's own layers build it; it prints as exp.
+struct exp_nonpositive {
+  static constexpr const char* name = "exp";
+  static constexpr int flops = 10;
+  using promotion = fuse::promotion::floating;
+  template <class T>
+  FUSE_HOST_DEVICE FUSE_INLINE T operator()(T x) const { return math::exp_nonpositive(x); }
+};
+
 // abs and square keep integer types (np.abs, np.square).
 struct abs {
   static constexpr const char* name = "abs";
@@ -69,5 +79,11 @@ FUSE_UNARY_BUILDER(tanh)
 FUSE_UNARY_BUILDER(erf)
 FUSE_UNARY_BUILDER(abs)
 FUSE_UNARY_BUILDER(square)
+
+namespace detail {
+// exp(a) where a <= 0 or NaN everywhere, e.g. x - max(x) along the same axis.
+template <expression A>
+auto exp_nonpositive(A&& a) { return make_map(fn::exp_nonpositive{}, std::forward<A>(a)); }
+}  // namespace detail
 
 }  // namespace fuse

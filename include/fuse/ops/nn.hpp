@@ -10,8 +10,10 @@ namespace fuse {
 template <expression E, int K = -1>
 auto softmax(E&& e, axis_t<K> ax = {}) {
   return detail::with_operand(std::forward<E>(e), [=](auto first, auto x) {
-    // One division per row, not per element.
-    return exp(std::move(first) - max(x, ax)) * (1 / sum(exp(x - max(x, ax)), ax));
+    // One division per row, not per element.  x - max is never positive (or is NaN), which
+    // allows the cheaper exp.
+    return detail::exp_nonpositive(std::move(first) - max(x, ax)) *
+           (1 / sum(detail::exp_nonpositive(x - max(x, ax)), ax));
   });
 }
 
@@ -19,7 +21,7 @@ auto softmax(E&& e, axis_t<K> ax = {}) {
 template <expression E, int K = -1>
 auto log_softmax(E&& e, axis_t<K> ax = {}) {
   return detail::with_operand(std::forward<E>(e), [=](auto first, auto x) {
-    return (std::move(first) - max(x, ax)) - log(sum(exp(x - max(x, ax)), ax));
+    return (std::move(first) - max(x, ax)) - log(sum(detail::exp_nonpositive(x - max(x, ax)), ax));
   });
 }
 
