@@ -53,6 +53,27 @@ TEST_CASE("cuda: softmax, layer_norm, rms_norm for warp- and block-per-row lengt
   }
 }
 
+TEST_CASE("cuda: long rows, few of them: a cluster of blocks per row on sm_90, else a block") {
+  // Fewer rows than 4 x the multiprocessors take the cluster variant where it runs; 600 rows do not.
+  for (auto [m, n] : {std::pair<long, long>{1, 262144}, {3, 70001}, {64, 20000}, {600, 9001}}) {
+    auto hx = random_host<2>({m, n}, unsigned(7 * m + n));
+    fuse::device_tensor<float, 2> x(m, n);
+    fuse::copy(x, hx);
+    require_close(host_of(fuse::eval(fuse::cuda{}, fuse::softmax(x, fuse::axis<-1>))), fuse::eval(fuse::softmax(hx, fuse::axis<-1>)), 1e-5, 1e-9);
+    require_close(host_of(fuse::eval(fuse::cuda{}, x - fuse::logsumexp(x, fuse::axis<-1>))),
+                  fuse::eval(hx - fuse::logsumexp(hx, fuse::axis<-1>)), 1e-5, 1e-4);
+  }
+  // Strided rows (a transposed view: stride 3 along the row), and a root reduction with two phases.
+  auto hx = random_host<2>({70001, 3}, 8);
+  fuse::device_tensor<float, 2> x(70001, 3);
+  fuse::copy(x, hx);
+  require_close(host_of(fuse::eval(fuse::cuda{}, fuse::softmax(fuse::transpose(x), fuse::axis<-1>))),
+                fuse::eval(fuse::softmax(fuse::transpose(hx), fuse::axis<-1>)), 1e-5, 1e-9);
+  const float v = fuse::eval(fuse::cuda{}, fuse::var(x));
+  const float vref = fuse::eval(fuse::var(hx));
+  REQUIRE(std::abs(v - vref) <= 1e-5 * vref);
+}
+
 TEST_CASE("cuda: full reductions (two-stage) are accurate; empty extents give identities") {
   const long n = (1 << 22) + 3;
   auto hx = random_host<1>({n}, 4, 0.f, 1.f);

@@ -2,13 +2,15 @@
 // run time among variants instantiated at compile time:
 //   - rows of one unit-stride axis up to 1024 elements: one warp per row, the row in registers
 //     (row_registers.hpp); up to 8192: one block per row, the row in the block's registers;
-//   - other rows up to warp_row_limit elements: one warp per row; longer: one block per row. Later
+//   - other rows up to warp_row_limit elements: one warp per row; longer: one block per row, or,
+//     with too few rows to fill the GPU on sm_90, one cluster of row_cluster blocks per row. Later
 //     phases and the epilogue re-read the row, which a short or medium row finds in L1/L2;
 //   - a root reduction with fewer rows than multiprocessors (sum of squares over everything) is
 //     split across blocks in two stages.
 // Each phase is reduced with CUB's warp or block reduction and broadcast to the row's threads.
 #pragma once
 
+#include <cooperative_groups.h>
 #include <cub/block/block_reduce.cuh>
 #include <cub/warp/warp_reduce.cuh>
 
@@ -21,6 +23,29 @@ namespace fuse::detail {
 
 inline constexpr index_t warp_row_limit = 1024;
 inline constexpr int row_block = 256;
+// Blocks per row in the cluster variant: 8 is the cluster size every sm_90 device supports.
+inline constexpr int row_cluster = 8;
+
+// The threads that share a row: a warp, a block, or a cluster of row_cluster blocks.
+enum class row_group { warp, block, cluster };
+
+template <row_group G>
+struct row_threads {
+  static constexpr index_t per_row = G == row_group::warp ? 32 : G == row_group::block ? row_block : index_t(row_block) * row_cluster;
+  static constexpr index_t per_block = G == row_group::warp ? row_block / 32 : 1;  // rows a block holds
+  // Blocks per row; a 1-D grid's clusters are runs of row_cluster consecutive blocks.
+  static constexpr index_t blocks = G == row_group::cluster ? row_cluster : 1;
+
+  __device__ static index_t lane() {
+    if constexpr (G == row_group::warp) return threadIdx.x % 32;
+    else return index_t(blockIdx.x % blocks) * row_block + threadIdx.x;
+  }
+  __device__ static index_t first_row() {
+    if constexpr (G == row_group::warp) return index_t(blockIdx.x) * per_block + threadIdx.x / 32;
+    else return index_t(blockIdx.x) / blocks;
+  }
+  __device__ static index_t rows_per_step() { return index_t(gridDim.x) * per_block / blocks; }
+};
 
 template <class Op>
 struct combine_fn {
@@ -86,9 +111,9 @@ __device__ __forceinline__ void outer_index(const It& it, index_t o, index_t* id
 }
 
 // Reduces v across the row's threads and returns the result to all of them.
-template <bool PerWarp, class Op, class Total>
+template <row_group G, class Op, class Total>
 __device__ __forceinline__ Total row_allreduce(Total v, void* scratch) {
-  if constexpr (PerWarp) {
+  if constexpr (G == row_group::warp) {
     using reduce = cub::WarpReduce<Total>;
     auto& storage = static_cast<typename reduce::TempStorage*>(scratch)[threadIdx.x / 32];
     Total r = reduce(storage).Reduce(v, combine_fn<Op>{});
@@ -99,35 +124,50 @@ __device__ __forceinline__ Total row_allreduce(Total v, void* scratch) {
     __shared__ Total result;
     Total r = reduce(storage).Reduce(v, combine_fn<Op>{});
     if (threadIdx.x == 0) result = r;
-    __syncthreads();
-    r = result;
-    __syncthreads();
-    return r;
+    if constexpr (G == row_group::block) {
+      __syncthreads();
+      r = result;
+      __syncthreads();
+      return r;
+    } else {
+#if __CUDA_ARCH__ >= 900
+      // Every thread combines the blocks' results from their shared memory, in rank order, so
+      // every block gets the same total.
+      auto cluster = cooperative_groups::this_cluster();
+      cluster.sync();
+      Total t = Op::template identity<Total>();
+      for (unsigned b = 0; b < row_cluster; ++b) t = Op::combine(t, *cluster.map_shared_rank(&result, b));
+      cluster.sync();  // nobody overwrites `result` (next phase, next row) before all have read it
+      return t;
+#else
+      __trap();  // run() launches the cluster variant only where the device runs sm_90 code
+      return r;
+#endif
+    }
   }
 }
 
 // Largest CUB scratch any phase needs, for one block.
-template <bool PerWarp, class Phases>
+template <row_group G, class Phases>
 constexpr std::size_t scratch_bytes() {
   std::size_t bytes = 16;
   []<class... P>(const tuple<P...>*, std::size_t& b) {
-    ((b = std::max(b, PerWarp ? sizeof(typename cub::WarpReduce<typename P::op::template total_t<typename P::acc_type>>::TempStorage) * (row_block / 32)
-                              : sizeof(typename cub::BlockReduce<typename P::op::template total_t<typename P::acc_type>, row_block>::TempStorage))),
+    ((b = std::max(b, G == row_group::warp ? sizeof(typename cub::WarpReduce<typename P::op::template total_t<typename P::acc_type>>::TempStorage) * (row_block / 32)
+                                           : sizeof(typename cub::BlockReduce<typename P::op::template total_t<typename P::acc_type>, row_block>::TempStorage))),
      ...);
   }(static_cast<const Phases*>(nullptr), bytes);
   return bytes;
 }
 
-// One row per warp (PerWarp) or per block; rows strided over the grid.
-template <bool PerWarp, bool Unit, class It>
+// One row per warp, block or cluster; rows strided over the grid. Every thread of a block (of a
+// cluster) runs the same rows, so all reach the reductions' barriers.
+template <row_group G, bool Unit, class It>
 __global__ void __launch_bounds__(row_block) row_kernel(It it) {
+  using threads = row_threads<G>;
   constexpr std::size_t R = It::rank;
-  constexpr std::size_t scratch = scratch_bytes<PerWarp, decltype(it.phases)>();
+  constexpr std::size_t scratch = scratch_bytes<G, decltype(it.phases)>();
   __shared__ __align__(16) unsigned char storage[scratch];
-  const index_t lane = PerWarp ? threadIdx.x % 32 : threadIdx.x;
-  const index_t step = PerWarp ? 32 : row_block;
-  const index_t rows_per_step = PerWarp ? index_t(gridDim.x) * (row_block / 32) : index_t(gridDim.x);
-  const index_t first_row = PerWarp ? index_t(blockIdx.x) * (row_block / 32) + threadIdx.x / 32 : index_t(blockIdx.x);
+  const index_t lane = threads::lane();
   const index_t count = it.row_elements();
   const index_t rows = it.rows();
   row_slot slots[It::phase_count > 0 ? It::phase_count : 1];
@@ -135,17 +175,16 @@ __global__ void __launch_bounds__(row_block) row_kernel(It it) {
   auto phases = it.phases;
   ev.bind(slots);
   for_each(phases, [&](auto& p) { p.bind(slots); });
-  // Block-per-row: every thread of the block must reach the barriers, so loop uniformly.
-  for (index_t o = first_row; PerWarp ? o < rows : o < rows; o += rows_per_step) {
+  for (index_t o = threads::first_row(); o < rows; o += threads::rows_per_step()) {
     index_t idx[R] = {};
     outer_index(it, o, idx);
     run_phases(phases, it.alias, slots, idx, [&](auto& p) {
       using P = std::remove_cvref_t<decltype(p)>;
       using Total = typename P::op::template total_t<typename P::acc_type>;
-      const Total t = reduce_share<Unit>(it, p, idx, lane, step, count, P::op::template identity<Total>());
-      return row_allreduce<PerWarp, typename P::op>(t, storage);
+      const Total t = reduce_share<Unit>(it, p, idx, lane, threads::per_row, count, P::op::template identity<Total>());
+      return row_allreduce<G, typename P::op>(t, storage);
     });
-    write_share<Unit>(it, ev, idx, lane, step, count);
+    write_share<Unit>(it, ev, idx, lane, threads::per_row, count);
   }
 }
 
@@ -188,11 +227,11 @@ __global__ void __launch_bounds__(row_block, (register_blocks_v<Kept, It, S>))
     row_kernel_registers(It it, S source, row_vectors vector) {
   constexpr std::size_t R = It::rank;
   constexpr int N = row_lane_elements;
-  constexpr bool per_warp = Lanes == row_lanes;
+  constexpr row_group G = Lanes == row_lanes ? row_group::warp : row_group::block;
   constexpr int rows_per_block = row_block / Lanes;
   using T = std::remove_pointer_t<decltype(it.out)>;
   constexpr int P = row_chunk_elements<typename S::value_type, T>();
-  constexpr std::size_t scratch = scratch_bytes<per_warp, decltype(it.phases)>();
+  constexpr std::size_t scratch = scratch_bytes<G, decltype(it.phases)>();
   __shared__ __align__(16) unsigned char storage[scratch];
   const int lane = threadIdx.x % Lanes;
   const index_t rows_per_step = index_t(gridDim.x) * rows_per_block;
@@ -215,9 +254,9 @@ __global__ void __launch_bounds__(row_block, (register_blocks_v<Kept, It, S>))
     run_phases(phases, it.alias, slots, idx, [&](auto& p) {
       using Op = typename std::remove_cvref_t<decltype(p)>::op;
       if constexpr (int(std::remove_cvref_t<decltype(p)>::slot) == Kept)
-        return row_allreduce<per_warp, Op>(reduce_lane_keeping<N, Lanes, P>(p, lane, count, reg, kept), storage);
+        return row_allreduce<G, Op>(reduce_lane_keeping<N, Lanes, P>(p, lane, count, reg, kept), storage);
       else
-        return row_allreduce<per_warp, Op>(reduce_lane<N, Lanes, P>(p, lane, count, reg), storage);
+        return row_allreduce<G, Op>(reduce_lane<N, Lanes, P>(p, lane, count, reg), storage);
     });
     ev.seek(idx);
     T* row = it.out + row_offset<R>(it.out_stride, idx);
@@ -294,6 +333,42 @@ __global__ void split_finish_kernel(It it, const Total* partial, int blocks_per_
       static_cast<T>(P::op::template finalize<typename P::result_type>(t, get<0>(it.phases).count));
 }
 
+template <row_group G, class It>
+void launch_rows(const cuda& exec, const It& it, index_t sms) {
+  using threads = row_threads<G>;
+  const unsigned blocks = static_cast<unsigned>(std::min<index_t>((it.rows() + threads::per_block - 1) / threads::per_block, sms * 32));
+  if (it.unit) row_kernel<G, true><<<blocks, row_block, 0, exec.stream>>>(it);
+  else row_kernel<G, false><<<blocks, row_block, 0, exec.stream>>>(it);
+  cuda_check(cudaGetLastError(), "cuda: row kernel launch");
+}
+
+// One cluster of row_cluster blocks per row. Needs a device that launches clusters and this
+// kernel's code for it built for sm_90 or later (a PTX-only build for an older architecture is
+// JIT-compiled without the cluster code); returns false, launching nothing, otherwise.
+template <bool Unit, class It>
+bool launch_cluster_rows(const cuda& exec, const It& it, index_t sms) {
+  using threads = row_threads<row_group::cluster>;
+  auto* kernel = &row_kernel<row_group::cluster, Unit, It>;
+  int device = 0, clusters = 0;
+  cuda_check(cudaGetDevice(&device), "cuda: current device");
+  cuda_check(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, device), "cuda: cluster launch attribute");
+  if (!clusters) return false;
+  cudaFuncAttributes attributes{};
+  cuda_check(cudaFuncGetAttributes(&attributes, kernel), "cuda: row kernel (cluster) attributes");
+  if (attributes.ptxVersion < 90 || attributes.binaryVersion < 90) return false;
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = row_cluster, cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(std::min<index_t>(it.rows(), sms * 4) * threads::blocks));
+  config.blockDim = dim3(row_block);
+  config.stream = exec.stream;
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  cuda_check(cudaLaunchKernelEx(&config, kernel, it), "cuda: row kernel (cluster) launch");
+  return true;
+}
+
 template <class T, std::size_t R, class Ev, class Ph>
 void run(const cuda& exec, const row_iteration<T, R, Ev, Ph>& it) {
   using It = row_iteration<T, R, Ev, Ph>;
@@ -328,17 +403,12 @@ void run(const cuda& exec, const row_iteration<T, R, Ev, Ph>& it) {
       default: break;
     }
   }
-  const bool per_warp = count <= warp_row_limit;
-  const index_t rows_per_block = per_warp ? row_block / 32 : 1;
-  const unsigned blocks = static_cast<unsigned>(std::min<index_t>((rows + rows_per_block - 1) / rows_per_block, sms * 32));
-  if (per_warp) {
-    if (it.unit) row_kernel<true, true><<<blocks, row_block, 0, exec.stream>>>(it);
-    else row_kernel<true, false><<<blocks, row_block, 0, exec.stream>>>(it);
-  } else {
-    if (it.unit) row_kernel<false, true><<<blocks, row_block, 0, exec.stream>>>(it);
-    else row_kernel<false, false><<<blocks, row_block, 0, exec.stream>>>(it);
+  if (count > warp_row_limit && rows < 4 * sms) {
+    // Too few rows for one block each to fill the GPU ([64, 262144]: 64 blocks on 132 SMs).
+    if (it.unit ? launch_cluster_rows<true>(exec, it, sms) : launch_cluster_rows<false>(exec, it, sms)) return;
   }
-  cuda_check(cudaGetLastError(), "cuda: row kernel launch");
+  if (count <= warp_row_limit) launch_rows<row_group::warp>(exec, it, sms);
+  else launch_rows<row_group::block>(exec, it, sms);
 }
 
 }  // namespace fuse::detail
