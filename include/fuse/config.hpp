@@ -40,7 +40,8 @@
 #define FUSE_EXEC_CHECK_DISABLE
 #endif
 // Unroll the next loop fully (CUDA: an array indexed by its counter then stays in registers).
-#if defined(__CUDACC__)
+// Device pass only: the host compiler does not know the pragma (-Wunknown-pragmas under -Wall).
+#if FUSE_DEVICE_PASS
 #define FUSE_UNROLL FUSE_PRAGMA(unroll)
 #else
 #define FUSE_UNROLL

@@ -1,5 +1,6 @@
 // The device-independent logic of the CUDA backend, run on the CPU: the fast divider of the
-// elementwise kernel (backend/cuda/fast_divide.hpp), and the register row kernel's steps
+// elementwise kernel (backend/cuda/fast_divide.hpp), the re-reading row kernel's thread mapping
+// (backend/cuda/row_threads.hpp), and the register row kernel's steps
 // (backend/cuda/row_registers.hpp) lane by lane: `warp_sim` is an executor that runs every row
 // iteration the way row_kernel_registers does (a warp per row, or a block per row for rows over
 // 1024 elements), with the warp or block reduction replaced by a loop over the lanes' totals. This tests what can go
@@ -8,6 +9,7 @@
 
 #include "fuse/backend/cuda/fast_divide.hpp"
 #include "fuse/backend/cuda/row_registers.hpp"
+#include "fuse/backend/cuda/row_threads.hpp"
 
 #include <cstdint>
 #include <random>
@@ -220,6 +222,54 @@ TEST_CASE("cuda register rows (simulated, FUSE_ROW_CHUNK_BYTES=16): 16-byte chun
   // A double output: chunks of 2 (16 bytes of the wider type).
   check_layer<16>([](const auto& a) { return fuse::softmax(fuse::cast<double>(a), fuse::axis<-1>); }, 1,
               fuse_test::random_tensor<float>(shape<2>{3, 1000}, 24));
+}
+
+namespace {
+
+using fuse::index_t;
+
+// Runs the row kernel's loops over a whole grid on the CPU: every element of every row must be
+// taken by exactly one thread, and the threads of a block (of a cluster) must take the same rows,
+// or they would wait at different barriers.
+template <fuse::detail::row_group G>
+void check_row_threads(index_t rows, index_t count, index_t cap) {
+  using threads = fuse::detail::row_threads<G>;
+  const unsigned grid = threads::grid(rows, cap);
+  INFO("rows " << rows << ", count " << count << ", grid " << grid);
+  REQUIRE(grid % threads::blocks == 0);
+  std::vector<int> taken(std::size_t(rows * count), 0);
+  std::vector<std::vector<index_t>> block_rows(grid);
+  for (unsigned b = 0; b < grid; ++b) {
+    for (unsigned t = 0; t < unsigned(fuse::detail::row_block); ++t) {
+      std::vector<index_t> mine;
+      for (index_t o = threads::first_row(b, t); o < rows; o += threads::rows_per_step(grid)) {
+        mine.push_back(o);
+        for (index_t i = threads::lane(b, t); i < count; i += threads::per_row) ++taken[std::size_t(o * count + i)];
+      }
+      if (G == fuse::detail::row_group::warp) continue;  // a warp's rows are its own
+      if (t == 0) block_rows[b] = mine;
+      else REQUIRE(mine == block_rows[b]);
+    }
+    if (G == fuse::detail::row_group::cluster && b % threads::blocks != 0) REQUIRE(block_rows[b] == block_rows[b - b % threads::blocks]);
+  }
+  index_t wrong = 0;
+  for (int k : taken) wrong += k != 1;
+  CHECK(wrong == 0);
+}
+
+}  // namespace
+
+TEST_CASE("cuda row kernel threads (simulated): every row element taken once; a block's threads share rows", "[cuda][rows]") {
+  using fuse::detail::row_group;
+  using fuse::index_t;
+  for (auto [rows, count] : {std::pair<index_t, index_t>{1, 1}, {3, 70001}, {64, 4099}, {37, 1025}}) {
+    check_row_threads<row_group::cluster>(rows, count, 4 * 132);
+    check_row_threads<row_group::block>(rows, count, 32 * 132);
+  }
+  check_row_threads<row_group::cluster>(20, 2049, 4);  // fewer clusters than rows: each loops
+  check_row_threads<row_group::block>(700, 300, 64);
+  for (auto [rows, count] : {std::pair<index_t, index_t>{1, 1}, {37, 33}, {1000, 1024}, {5000, 7}}) check_row_threads<row_group::warp>(rows, count, 32 * 132);
+  check_row_threads<row_group::warp>(1000, 100, 16);
 }
 
 TEST_CASE("cuda fast divider: exact for dividends and divisors below 2^31", "[cuda][divide]") {

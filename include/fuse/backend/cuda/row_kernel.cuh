@@ -16,36 +16,13 @@
 
 #include "fuse/backend/cuda/executor.hpp"
 #include "fuse/backend/cuda/row_registers.hpp"
+#include "fuse/backend/cuda/row_threads.hpp"
 #include "fuse/core/pool.hpp"
 #include "fuse/core/row_iteration.hpp"
 
 namespace fuse::detail {
 
 inline constexpr index_t warp_row_limit = 1024;
-inline constexpr int row_block = 256;
-// Blocks per row in the cluster variant: 8 is the cluster size every sm_90 device supports.
-inline constexpr int row_cluster = 8;
-
-// The threads that share a row: a warp, a block, or a cluster of row_cluster blocks.
-enum class row_group { warp, block, cluster };
-
-template <row_group G>
-struct row_threads {
-  static constexpr index_t per_row = G == row_group::warp ? 32 : G == row_group::block ? row_block : index_t(row_block) * row_cluster;
-  static constexpr index_t per_block = G == row_group::warp ? row_block / 32 : 1;  // rows a block holds
-  // Blocks per row; a 1-D grid's clusters are runs of row_cluster consecutive blocks.
-  static constexpr index_t blocks = G == row_group::cluster ? row_cluster : 1;
-
-  __device__ static index_t lane() {
-    if constexpr (G == row_group::warp) return threadIdx.x % 32;
-    else return index_t(blockIdx.x % blocks) * row_block + threadIdx.x;
-  }
-  __device__ static index_t first_row() {
-    if constexpr (G == row_group::warp) return index_t(blockIdx.x) * per_block + threadIdx.x / 32;
-    else return index_t(blockIdx.x) / blocks;
-  }
-  __device__ static index_t rows_per_step() { return index_t(gridDim.x) * per_block / blocks; }
-};
 
 template <class Op>
 struct combine_fn {
@@ -167,7 +144,7 @@ __global__ void __launch_bounds__(row_block) row_kernel(It it) {
   constexpr std::size_t R = It::rank;
   constexpr std::size_t scratch = scratch_bytes<G, decltype(it.phases)>();
   __shared__ __align__(16) unsigned char storage[scratch];
-  const index_t lane = threads::lane();
+  const index_t lane = threads::lane(blockIdx.x, threadIdx.x);
   const index_t count = it.row_elements();
   const index_t rows = it.rows();
   row_slot slots[It::phase_count > 0 ? It::phase_count : 1];
@@ -175,7 +152,7 @@ __global__ void __launch_bounds__(row_block) row_kernel(It it) {
   auto phases = it.phases;
   ev.bind(slots);
   for_each(phases, [&](auto& p) { p.bind(slots); });
-  for (index_t o = threads::first_row(); o < rows; o += threads::rows_per_step()) {
+  for (index_t o = threads::first_row(blockIdx.x, threadIdx.x); o < rows; o += threads::rows_per_step(gridDim.x)) {
     index_t idx[R] = {};
     outer_index(it, o, idx);
     run_phases(phases, it.alias, slots, idx, [&](auto& p) {
@@ -336,7 +313,7 @@ __global__ void split_finish_kernel(It it, const Total* partial, int blocks_per_
 template <row_group G, class It>
 void launch_rows(const cuda& exec, const It& it, index_t sms) {
   using threads = row_threads<G>;
-  const unsigned blocks = static_cast<unsigned>(std::min<index_t>((it.rows() + threads::per_block - 1) / threads::per_block, sms * 32));
+  const unsigned blocks = threads::grid(it.rows(), sms * 32);
   if (it.unit) row_kernel<G, true><<<blocks, row_block, 0, exec.stream>>>(it);
   else row_kernel<G, false><<<blocks, row_block, 0, exec.stream>>>(it);
   cuda_check(cudaGetLastError(), "cuda: row kernel launch");
@@ -360,7 +337,7 @@ bool launch_cluster_rows(const cuda& exec, const It& it, index_t sms) {
   cluster.id = cudaLaunchAttributeClusterDimension;
   cluster.val.clusterDim.x = row_cluster, cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
   cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(std::min<index_t>(it.rows(), sms * 4) * threads::blocks));
+  config.gridDim = dim3(threads::grid(it.rows(), sms * 4));
   config.blockDim = dim3(row_block);
   config.stream = exec.stream;
   config.attrs = &cluster;
