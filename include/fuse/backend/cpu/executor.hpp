@@ -12,6 +12,7 @@
 #include <immintrin.h>
 #endif
 
+#include "fuse/backend/cpu/prefetch.hpp"
 #include "fuse/core/iteration.hpp"
 #include "fuse/core/shared_subtree.hpp"
 
@@ -86,13 +87,15 @@ FUSE_INLINE void stream_out(T* dst, const T* src, index_t n) {
 }
 
 // row[j] = ev.at(j) for j in [i, stop): computed into an L1 buffer by the vectorised loop, then
-// streamed out 64-byte line by line; the unaligned head and the tail use ordinary stores.
-template <class T, class Ev>
-void write_streaming(T* row, const Ev& ev, index_t i, index_t stop) {
+// streamed out 64-byte line by line; the unaligned head and the tail use ordinary stores. pf: the
+// row's inputs, asked for ahead of each chunk.
+template <class T, class Ev, std::size_t R>
+void write_streaming(T* row, const Ev& ev, index_t i, index_t stop, const stream_prefetch<R>& pf) {
   constexpr index_t chunk = 1024 / sizeof(T);
   alignas(64) T buf[chunk];
   while (i < stop && reinterpret_cast<std::uintptr_t>(row + i) % 64 != 0) row[i] = ev.template at<true>(i), ++i;
   for (; i + chunk <= stop; i += chunk) {
+    pf.ahead(i, chunk);
     FUSE_SIMD_LOOP
     for (index_t k = 0; k < chunk; ++k) buf[k] = ev.template at<true>(i + k);
     stream_out(row + i, buf, chunk);
@@ -114,12 +117,14 @@ void run_range(const It& it, const Ev& eval, index_t begin, index_t end) {
   index_t o = begin / inner;
   for (std::size_t d = R - 1; d-- > 0;) outer[d] = o % it.shape[d], o /= it.shape[d];
   index_t i = begin % inner;
+  stream_prefetch<R> pf(it, Stream);
   while (begin < end) {
     const index_t stop = std::min(inner, i + (end - begin));
     ev.seek(outer);
     auto* const row = out + row_offset<R>(it.out_stride, outer);
     if constexpr (Stream) {
-      write_streaming(row, ev, i, stop);
+      pf.seek(outer);
+      write_streaming(row, ev, i, stop, pf);
     } else if constexpr (Unit) {
       FUSE_SIMD_LOOP
       for (index_t j = i; j < stop; ++j) row[j] = ev.template at<true>(j);

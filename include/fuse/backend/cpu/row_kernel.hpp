@@ -15,7 +15,7 @@
 
 #include "fuse/backend/cpu/executor.hpp"
 #include "fuse/backend/cpu/row_cache.hpp"
-#include "fuse/backend/cpu/row_prefetch.hpp"
+#include "fuse/backend/cpu/prefetch.hpp"
 #include "fuse/core/row_iteration.hpp"
 #include "fuse/core/shared_subtree.hpp"
 
@@ -37,23 +37,27 @@ concept has_finite_combine = std::is_floating_point_v<Acc> && requires(Acc a) { 
 // epilogue, see row_cache.hpp). Finite: combines with Op::finite_combine and sums v on the side
 // (one add), which ends infinite or NaN when some v is NaN or infinite (or, rarely, when the sum
 // overflows); then `clean` says whether the result can be used (otherwise the caller repeats the
-// block with Op::combine, exactly).
-template <class Op, class Acc, bool Unit, bool Finite, class Ev, class Store>
-Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean) {
+// block with Op::combine, exactly). pf asks for the row's long inputs ahead (prefetch.hpp).
+template <class Op, class Acc, bool Unit, bool Finite, class Ev, class Store, std::size_t R>
+Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean, const stream_prefetch<R>& pf) {
   constexpr int W = sizeof(Acc) >= 8 ? 16 : 32;  // two 64-byte registers of lanes
   Acc lane[W], probe[W];
   for (int l = 0; l < W; ++l) lane[l] = Op::template identity<Acc>(), probe[l] = Acc(0);
   index_t i = b;
-  for (; i + W <= e; i += W) {
-    FUSE_SIMD_LOOP
-    for (int l = 0; l < W; ++l) {
-      const auto v = ev.template at<Unit>(i + l);
-      if constexpr (!std::is_null_pointer_v<Store>) store[i + l] = v;
-      if constexpr (Finite) {
-        lane[l] = Op::finite_combine(lane[l], static_cast<Acc>(v));
-        probe[l] += static_cast<Acc>(v);
-      } else {
-        lane[l] = Op::combine(lane[l], static_cast<Acc>(v));
+  while (i + W <= e) {
+    const index_t stop = std::min(e, i + 8 * W);
+    pf.ahead(i, stop - i);
+    for (; i + W <= stop; i += W) {
+      FUSE_SIMD_LOOP
+      for (int l = 0; l < W; ++l) {
+        const auto v = ev.template at<Unit>(i + l);
+        if constexpr (!std::is_null_pointer_v<Store>) store[i + l] = v;
+        if constexpr (Finite) {
+          lane[l] = Op::finite_combine(lane[l], static_cast<Acc>(v));
+          probe[l] += static_cast<Acc>(v);
+        } else {
+          lane[l] = Op::combine(lane[l], static_cast<Acc>(v));
+        }
       }
     }
   }
@@ -74,8 +78,9 @@ Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean) {
 
 // Reduces elements [begin, end) of the current row of ev with Op, block by block (float sums in
 // float lanes per block of block_elements, blocks combined in double).
-template <class Op, class Acc, bool Unit, class Ev, class Store = std::nullptr_t>
-typename Op::template total_t<Acc> reduce_range(const Ev& row_ev, index_t begin, index_t end, Store store = nullptr) {
+template <class Op, class Acc, bool Unit, class Ev, std::size_t R, class Store = std::nullptr_t>
+typename Op::template total_t<Acc> reduce_range(const Ev& row_ev, index_t begin, index_t end, const stream_prefetch<R>& pf,
+                                                Store store = nullptr) {
   // A private copy: its members (row pointers, per-row constants) cannot alias anything written.
   const Ev ev = row_ev;
   using Total = typename Op::template total_t<Acc>;
@@ -85,10 +90,10 @@ typename Op::template total_t<Acc> reduce_range(const Ev& row_ev, index_t begin,
     bool clean = true;
     Acc block;
     if constexpr (has_finite_combine<Op, Acc>) {
-      block = reduce_block<Op, Acc, Unit, true>(ev, b, e, store, clean);
-      if (!clean) block = reduce_block<Op, Acc, Unit, false>(ev, b, e, nullptr, clean);  // a NaN or inf: exact
+      block = reduce_block<Op, Acc, Unit, true>(ev, b, e, store, clean, pf);
+      if (!clean) block = reduce_block<Op, Acc, Unit, false>(ev, b, e, nullptr, clean, pf);  // a NaN or inf: exact
     } else {
-      block = reduce_block<Op, Acc, Unit, false>(ev, b, e, store, clean);
+      block = reduce_block<Op, Acc, Unit, false>(ev, b, e, store, clean, pf);
     }
     total = Op::combine(total, static_cast<Total>(block));
   }
@@ -96,9 +101,9 @@ typename Op::template total_t<Acc> reduce_range(const Ev& row_ev, index_t begin,
 }
 
 // Phase p over elements [begin, end) of the row at idx; `shared`: the sharing plan of its operand.
-template <bool Unit, class Phase, class Store = std::nullptr_t>
-auto reduce_row(const Phase& p, const shared_plan& shared, const index_t* shape, std::size_t inner_first, std::size_t R, index_t* idx,
-                index_t begin, index_t end, Store store = nullptr) {
+template <bool Unit, class Phase, std::size_t R, class Store = std::nullptr_t>
+auto reduce_row(const Phase& p, const shared_plan& shared, const index_t* shape, std::size_t inner_first, index_t* idx,
+                index_t begin, index_t end, stream_prefetch<R>& pf, Store store = nullptr) {
   using Op = typename Phase::op;
   using Acc = typename Phase::acc_type;
   auto total = Op::template identity<typename Op::template total_t<Acc>>();
@@ -111,7 +116,8 @@ auto reduce_row(const Phase& p, const shared_plan& shared, const index_t* shape,
     for (index_t s = 0; s < sub; ++s) {
       unflatten(s, shape, inner_first, R - 1, idx);
       child.seek(idx);
-      total = Op::combine(total, reduce_range<Op, Acc, Unit>(child, begin, end, store));  // store: one sub-row
+      pf.seek(idx);
+      total = Op::combine(total, reduce_range<Op, Acc, Unit>(child, begin, end, pf, store));  // store: one sub-row
     }
   });
   return total;
@@ -150,7 +156,7 @@ inline void publish_streamed(bool stream) {
 // The epilogue of the row at idx (outer part set), elements [begin, end) of every sub-row; a
 // reduction root writes its one value per row instead.
 template <bool Unit, class It, class Ev>
-void write_row(const It& it, Ev& ev, index_t* idx, index_t begin, index_t end, bool stream) {
+void write_row(const It& it, Ev& ev, index_t* idx, index_t begin, index_t end, bool stream, stream_prefetch<It::rank>& pf) {
   constexpr std::size_t R = It::rank;
   using T = std::remove_pointer_t<decltype(it.out)>;
   if (it.root_reduction) {
@@ -172,7 +178,8 @@ void write_row(const It& it, Ev& ev, index_t* idx, index_t begin, index_t end, b
     if constexpr (Unit) {
       if constexpr (can_stream_v<T>) {
         if (stream) {
-          write_streaming(row, e, begin, end);
+          pf.seek(idx);
+          write_streaming(row, e, begin, end, pf);
           continue;
         }
       }
@@ -188,7 +195,7 @@ void write_row(const It& it, Ev& ev, index_t* idx, index_t begin, index_t end, b
 // also stores its operand in buf.
 template <bool Unit, int Cached = -1, class It, class Ev, class Phases, class Buf = std::nullptr_t>
 void run_row(const It& it, Ev& ev, Phases& phases, const shared_plan* shared, row_slot* slots, index_t* idx, bool stream,
-             Buf buf = nullptr) {
+             stream_prefetch<It::rank>& pf, Buf buf = nullptr) {
   constexpr std::size_t R = It::rank;
   const index_t n = it.shape[R - 1];
   [&]<std::size_t... K>(std::index_sequence<K...>) {
@@ -199,15 +206,15 @@ void run_row(const It& it, Ev& ev, Phases& phases, const shared_plan* shared, ro
         copy_alias_slot<P::slot>(phases, slots, it.alias[k]);
       } else {
         const auto total = [&] {
-          if constexpr (int(k) == Cached) return reduce_row<Unit>(p, shared[k], it.shape, it.inner_first, R, idx, 0, n, buf);
-          else return reduce_row<Unit>(p, shared[k], it.shape, it.inner_first, R, idx, 0, n);
+          if constexpr (int(k) == Cached) return reduce_row<Unit>(p, shared[k], it.shape, it.inner_first, idx, 0, n, pf, buf);
+          else return reduce_row<Unit>(p, shared[k], it.shape, it.inner_first, idx, 0, n, pf);
         }();
         write_slot(slots[P::slot], P::op::template finalize<typename P::result_type>(total, p.count));
       }
     };
     (phase(std::integral_constant<std::size_t, K>{}), ...);
   }(std::make_index_sequence<Phases::size>{});
-  write_row<Unit>(it, ev, idx, 0, n, stream);
+  write_row<Unit>(it, ev, idx, 0, n, stream, pf);
 }
 
 // Rows [first, last); phase Cached (>= 0) shares its operand with the epilogue through a buffer.
@@ -219,6 +226,7 @@ void run_rows_with(const It& it, index_t first, index_t last, bool stream) {
   for_each(phases, [&](auto& p) { p.bind(slots); });
   index_t idx[R] = {}, next[R] = {};
   const row_prefetch<R> prefetch(it);
+  stream_prefetch<R> ahead(it, it.unit, prefetch_max_row_bytes);
   const auto phase_shared = phase_shared_plans(phases, it.alias);
   auto rows = [&](const auto& epilogue, auto buf) {
     with_shared(epilogue, plan_shared(epilogue, it.alias), [&](const auto& e) {
@@ -227,7 +235,7 @@ void run_rows_with(const It& it, index_t first, index_t last, bool stream) {
       for (index_t o = first; o < last; ++o) {
         unflatten(o, it.shape, 0, it.inner_first, idx);
         if (o + 1 < last) unflatten(o + 1, it.shape, 0, it.inner_first, next), prefetch(next);
-        run_row<Unit, Cached>(it, ev, phases, phase_shared.data(), slots, idx, stream, buf);
+        run_row<Unit, Cached>(it, ev, phases, phase_shared.data(), slots, idx, stream, ahead, buf);
       }
     });
   };
@@ -281,7 +289,8 @@ void run_split_rows(const It& it, int threads, bool stream) {
           p.bind(slots.data());
           index_t my_idx[R];
           std::copy(idx, idx + R, my_idx);
-          partial[t] = reduce_row<Unit>(p, phase_shared[k], it.shape, it.inner_first, R, my_idx, n * t / nt, n * (t + 1) / nt);
+          stream_prefetch<R> ahead(it, it.unit, prefetch_max_row_bytes);
+          partial[t] = reduce_row<Unit>(p, phase_shared[k], it.shape, it.inner_first, my_idx, n * t / nt, n * (t + 1) / nt, ahead);
         }
         Total total = P::op::template identity<Total>();
         for (auto v : partial) total = P::op::combine(total, v);
@@ -292,7 +301,8 @@ void run_split_rows(const It& it, int threads, bool stream) {
     if (it.root_reduction) {
       auto ev = it.eval;
       ev.bind(slots.data());
-      write_row<Unit>(it, ev, idx, 0, n, false);
+      stream_prefetch<R> none(it, false);
+      write_row<Unit>(it, ev, idx, 0, n, false, none);
       continue;
     }
 #pragma omp parallel num_threads(threads)
@@ -300,10 +310,11 @@ void run_split_rows(const It& it, int threads, bool stream) {
       const index_t t = omp_get_thread_num(), nt = omp_get_num_threads();
       index_t my_idx[R];
       std::copy(idx, idx + R, my_idx);
+      stream_prefetch<R> ahead(it, it.unit, prefetch_max_row_bytes);
       with_shared(it.eval, epilogue_shared, [&](const auto& e) {
         auto ev = e;
         ev.bind(slots.data());
-        write_row<Unit>(it, ev, my_idx, n * t / nt, n * (t + 1) / nt, stream);
+        write_row<Unit>(it, ev, my_idx, n * t / nt, n * (t + 1) / nt, stream, ahead);
       });
       publish_streamed(stream);
     }

@@ -1,0 +1,53 @@
+// Which inputs the CPU kernels prefetch ahead along a row (backend/cpu/prefetch.hpp): the leaves
+// that run contiguously along the last axis and are not re-read from cache (a short broadcast
+// row); each distinct leaf once. A prefetch cannot change a result, so what can go wrong is the
+// list: a leaf missed (no speed-up) or a strided one listed (wasted lines).
+#include "support.hpp"
+
+#include "fuse/backend/cpu/prefetch.hpp"
+
+namespace {
+
+using fuse::index_t;
+
+template <class D, class E>
+int listed(D& dst, const E& e, bool on = true, std::size_t min_moving_bytes = 0) {
+  auto it = fuse::detail::make_iteration(fuse::detail::destination_of(dst), e);
+  return fuse::detail::stream_prefetch<decltype(it)::rank>(it, on, min_moving_bytes).size();
+}
+
+}  // namespace
+
+TEST_CASE("stream_prefetch lists the contiguous leaves that move along the rows", "[prefetch]") {
+  auto x = fuse_test::random_tensor<float, 2>({6, 4096}, 1);
+  auto y = fuse_test::random_tensor<float, 2>({6, 4096}, 2);
+  auto bias = fuse_test::random_tensor<float, 1>({4096}, 3);
+  fuse::tensor<float, 2> out(6, 4096);
+  CHECK(listed(out, x + bias) == 1);      // a 16 KiB broadcast row stays in cache
+  CHECK(listed(out, x * y + bias) == 2);  // x and y
+  CHECK(listed(out, x * x + x) == 1);     // one leaf, read three times
+  CHECK(listed(out, x + bias, false) == 0);
+  // A row kernel leaves rows up to 16 KiB to row_prefetch. (Without bias, the contiguous x * y
+  // would merge into one 96 KiB row.)
+  CHECK(listed(out, x * y + bias, true, fuse::detail::prefetch_max_row_bytes) == 0);
+  CHECK(listed(out, x * y, true, fuse::detail::prefetch_max_row_bytes) == 2);
+
+  auto wide = fuse_test::random_tensor<float, 2>({3, 8192}, 4);
+  auto wide_bias = fuse_test::random_tensor<float, 1>({8192}, 5);
+  fuse::tensor<float, 2> wide_out(3, 8192);
+  CHECK(listed(wide_out, wide + wide_bias) == 2);  // a 32 KiB broadcast row is fetched too
+  CHECK(listed(wide_out, wide + wide_bias, true, fuse::detail::prefetch_max_row_bytes) == 2);
+}
+
+TEST_CASE("stream_prefetch leaves out strided and broadcast-along-the-row leaves", "[prefetch]") {
+  auto x = fuse_test::random_tensor<float, 2>({300, 200}, 6);
+  auto col = fuse_test::random_tensor<float, 2>({300, 1}, 7);
+  fuse::tensor<float, 2> out(200, 300), out2(300, 200);
+  CHECK(listed(out, fuse::transpose(x)) == 0);  // stride 200 along the row
+  CHECK(listed(out2, x + col) == 1);             // col is one element per row
+  // One flat row: every contiguous leaf.
+  auto a = fuse_test::random_tensor<float, 1>({100001}, 8);
+  auto b = fuse_test::random_tensor<double, 1>({100001}, 9);
+  fuse::tensor<double, 1> flat(100001);
+  CHECK(listed(flat, a * b + a) == 2);
+}
