@@ -39,9 +39,11 @@ inline constexpr index_t prefetch_distance_bytes = 2048;
 template <std::size_t R>
 class prefetch_leaves {
  public:
-  // keep(t, row_bytes): whether to list leaf t, whose row spans row_bytes.
+  // keep(t, row_bytes): whether to list leaf t, whose row spans row_bytes; `any`: false lists
+  // none without walking the trackers (which copies the iteration space).
   template <class It, class Keep>
-  prefetch_leaves(const It& it, Keep keep) {
+  prefetch_leaves(const It& it, bool any, Keep keep) {
+    if (!any) return;
     const std::size_t n = std::size_t(it.shape[R - 1]);
     It copy = it;  // for_each_tracker hands out pointers into the evaluators: use a private copy
     copy.for_each_tracker([&](const tracker& t) {
@@ -93,10 +95,10 @@ class row_prefetch : prefetch_leaves<R> {
   // Leaves that move from row to row, for contiguous single-axis rows up to prefetch_max_row_bytes.
   template <class It>
   explicit row_prefetch(const It& it)
-      : prefetch_leaves<R>(it, [&](const tracker& t, std::size_t bytes) {
-          return FUSE_ROW_PREFETCH && it.unit && it.inner_first == R - 1 && moves_across_rows<R>(t) &&
-                 bytes <= prefetch_max_row_bytes;
-        }) {}
+      : prefetch_leaves<R>(it, FUSE_ROW_PREFETCH && it.unit && it.inner_first == R - 1,
+                           [](const tracker& t, std::size_t bytes) {
+                             return moves_across_rows<R>(t) && bytes <= prefetch_max_row_bytes;
+                           }) {}
 
   // Prefetches the row at `outer` (the R - 1 leading indices).
   void operator()(const index_t* outer) const {
@@ -119,9 +121,8 @@ class stream_prefetch : prefetch_leaves<R> {
   // `on`: false lists none.
   template <class It>
   stream_prefetch(const It& it, bool on, std::size_t min_moving_bytes = 0)
-      : prefetch_leaves<R>(it, [&](const tracker& t, std::size_t bytes) {
-          return FUSE_STREAM_PREFETCH && on && t.stride[R - 1] == 1 &&
-                 bytes > (moves_across_rows<R>(t) ? min_moving_bytes : prefetch_max_row_bytes);
+      : prefetch_leaves<R>(it, FUSE_STREAM_PREFETCH && on, [&](const tracker& t, std::size_t bytes) {
+          return t.stride[R - 1] == 1 && bytes > (moves_across_rows<R>(t) ? min_moving_bytes : prefetch_max_row_bytes);
         }) {}
 
   // The row at `outer`.

@@ -273,6 +273,7 @@ void run_split_rows(const It& it, int threads, bool stream) {
   std::vector<row_slot> slots(It::phase_count > 0 ? It::phase_count : 1);
   const auto phase_shared = phase_shared_plans(it.phases, it.alias);
   const shared_plan epilogue_shared = plan_shared(it.eval, it.alias);
+  const stream_prefetch<R> long_rows(it, it.unit, prefetch_max_row_bytes);  // each thread seeks a copy
   index_t idx[R] = {};
   for (index_t o = 0; o < rows; ++o) {
     index_t q = o;
@@ -292,7 +293,7 @@ void run_split_rows(const It& it, int threads, bool stream) {
           p.bind(slots.data());
           index_t my_idx[R];
           std::copy(idx, idx + R, my_idx);
-          stream_prefetch<R> ahead(it, it.unit, prefetch_max_row_bytes);
+          stream_prefetch<R> ahead = long_rows;
           partial[t] = reduce_row<Unit>(p, phase_shared[k], it.shape, it.inner_first, my_idx, n * t / nt, n * (t + 1) / nt, ahead);
         }
         Total total = P::op::template identity<Total>();
@@ -313,7 +314,7 @@ void run_split_rows(const It& it, int threads, bool stream) {
       const index_t t = omp_get_thread_num(), nt = omp_get_num_threads();
       index_t my_idx[R];
       std::copy(idx, idx + R, my_idx);
-      stream_prefetch<R> ahead(it, it.unit, prefetch_max_row_bytes);
+      stream_prefetch<R> ahead = long_rows;
       with_shared(it.eval, epilogue_shared, [&](const auto& e) {
         auto ev = e;
         ev.bind(slots.data());
