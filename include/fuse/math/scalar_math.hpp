@@ -244,8 +244,12 @@ FUSE_INLINE float tanh_f(float x) {
   // (odd polynomial below 0.625, 1 - 2/(e^2a + 1) above), which computed both branches: the
   // tanh form of GELU ran 0.70 -> 0.58 ns per element in L2 on one thread.
   const float a = fabs_f(x);
+  const float y = 2.0f * sel(a > 9.1f, 9.1f, a);  // NaN stays NaN
+  // y = n*ln2 + r with one constant, not reduce_ln2's two: n <= 27 keeps r's error below 5e-8,
+  // and em / (em + 2) shrinks em's relative error by 2 / (em + 2) where n is large. Same maximum
+  // error (2.42 ulp, every float in [-20, 20]); GELU in tanh form 0.481 -> 0.465 ns per element.
   std::int32_t n;
-  const float r = reduce_ln2(2.0f * sel(a > 9.1f, 9.1f, a), n);  // NaN stays NaN
+  const float r = mad(round_to_int(y * kLog2e, n), -0.693147180559945f, y);
   const float s = pow2i(n);
   const float em = mad(s, expm1_poly(r), s - 1.0f);
   // em / (em + 2) is +0 or positive (or NaN), so x's sign bit is xor-ed in: one operation where
