@@ -24,7 +24,8 @@ case "$config" in
     # clang: its ASan builds of these template-heavy TUs are faster than g++'s. -O0: it builds in
     # about a third of -O1's time, and ASan checks every load and store (docs/testing.md).
     # Instrumented code is slow to build and run: one differential family (1700 cases) instead of
-    # three, and without the 2^32-element indexing test (both run in the default configuration).
+    # the default's two, and without the 2^32-element indexing test (both run in the default
+    # configuration).
     args=(-DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ -DFUSE_ENABLE_CUDA=OFF -DFUSE_BUILD_EXAMPLES=OFF
           -DFUSE_DIFF_FAMILIES=1 "-DFUSE_TEST_FILTER=~[large]"
           "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -g1"
