@@ -22,7 +22,8 @@ case "$config" in
   sanitize)
     dir=build/sanitize
     # clang: its ASan builds of these template-heavy TUs are faster than g++'s. -O0: it builds in
-    # about a third of -O1's time, and ASan checks every load and store (docs/testing.md).
+    # about a third of -O1's time and ASan checks every load and store; the omp simd loops then run
+    # scalar (their vector forms are tested by the default configuration; docs/testing.md).
     # Instrumented code is slow to build and run: one differential family (1700 cases) instead of
     # the default's two, and without the 2^32-element indexing test (both run in the default
     # configuration).
