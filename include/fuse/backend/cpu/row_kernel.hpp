@@ -64,6 +64,7 @@ Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean, c
   for (; i < e; ++i) {
     const auto v = ev.template at<Unit>(i);
     if constexpr (!std::is_null_pointer_v<Store>) store[i] = v;
+    if constexpr (Finite) probe[0] += static_cast<Acc>(v);
     lane[0] = Op::combine(lane[0], static_cast<Acc>(v));
   }
   if constexpr (Finite) {
@@ -73,9 +74,14 @@ Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean, c
     for (int w = W / 2; w > 0; w /= 2)
       for (int l = 0; l < w; ++l) probe[l] += probe[l + w];
     clean = probe[0] - probe[0] == Acc(0);  // false for inf and NaN
+    // A clean block holds no NaN (the tail above is probed too), so the lanes combine with the
+    // cheap form as well; an unclean block's result is discarded (the caller repeats it).
+    for (int w = W / 2; w > 0; w /= 2)
+      for (int l = 0; l < w; ++l) lane[l] = Op::finite_combine(lane[l], lane[l + w]);
+  } else {
+    for (int w = W / 2; w > 0; w /= 2)
+      for (int l = 0; l < w; ++l) lane[l] = Op::combine(lane[l], lane[l + w]);
   }
-  for (int w = W / 2; w > 0; w /= 2)
-    for (int l = 0; l < w; ++l) lane[l] = Op::combine(lane[l], lane[l + w]);
   return lane[0];
 }
 
