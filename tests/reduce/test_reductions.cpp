@@ -223,3 +223,25 @@ TEST_CASE("a reduction directly under a reduction over other axes is its own ker
     return m;
   }(), 1e-12));
 }
+
+TEST_CASE("a reduction over an operand of extent 1 along a wider row axis: its own kernel, NumPy's values") {
+  // Run-time shapes can break a row group: here each reduction's operand has extent 1 along the
+  // last axis while the group (the destination) has 7. assign_fused (core/assign.hpp) then runs
+  // every inner reduction as a kernel of its own; the values must not change.
+  auto x = random<float, 2>({5, 7}, 21);
+  auto b = random<float, 2>({5, 1}, 22);
+  fuse::tensor<float, 2> y(5, 7), s(5, 7), z(5, 7);
+  y = x - fuse::max(b, fuse::axis<-1>);               // the max of one element is the element
+  s = fuse::softmax(b, fuse::axis<-1>);               // one element per row: 1, broadcast to 7
+  z = x * fuse::sum(b, fuse::axis<-1>) + fuse::mean(x, fuse::axis<-1>);  // one split, one fitting
+  for (index_t r = 0; r < 5; ++r) {
+    const std::vector<double> row(x.data() + r * 7, x.data() + (r + 1) * 7);
+    for (index_t j = 0; j < 7; ++j) {
+      CHECK(y(r, j) == x(r, j) - b(r, 0));
+      CHECK(s(r, j) == 1.0f);
+      const double xb = double(x(r, j)) * b(r, 0), mean = ref_mean(row);
+      INFO("row " << r << " col " << j << ": x*b " << xb << ", mean " << mean << ", got " << z(r, j));
+      CHECK(close(z(r, j), xb + mean, 0, 1e-6 * (std::abs(xb) + std::abs(mean))));  // terms' rounding
+    }
+  }
+}
