@@ -124,6 +124,29 @@ TEST_CASE("kernels_v: 1 for the layers and hand-written forms, 2 for a broadcast
     for (index_t j = 0; j < 16; ++j) CHECK(y(i, j) == x(i, j) - col(i, 0));
 }
 
+TEST_CASE("a group broken at run time: each reduction a one-phase kernel, innermost first, in plan and values") {
+  // The group's rows have 1 element (x is [8, 1]) and the reductions' operand 5: assign_fused's
+  // split_group<..., true> runs max(b), then sum(exp(b - max)), then the elementwise root.
+  auto x = random<float, 2>({8, 1}, 44);
+  auto b = random<float, 2>({8, 5}, 45, -3, 3);
+  auto e = x - fuse::sum(fuse::exp(b - fuse::max(b, fuse::axis<-1>)), fuse::axis<-1>);
+  static_assert(fuse::kernels_v<decltype(e)> == 1);  // the types alone fuse it
+  auto p = fuse::plan(e);
+  INFO(p);
+  REQUIRE(p.kernels == 3);
+  CHECK(p.lines[0].what.starts_with("row kernel, 1 phase [max]"));
+  CHECK(p.lines[1].what.starts_with("row kernel, 1 phase [sum]"));
+  CHECK(p.lines[2].what.starts_with("elementwise sub(x0, t1) (split at run time"));
+  CHECK(p.lines[1].bytes_read == 8 * 5 * 4 + 8 * 4);  // b, and max's result
+  auto y = fuse::eval(e);
+  for (index_t i = 0; i < 8; ++i) {
+    const std::vector<double> row(b.data() + i * 5, b.data() + (i + 1) * 5);
+    double s = 0;
+    for (double v : row) s += std::exp(v - ref_max(row));
+    CHECK(close(y(i, 0), double(x(i, 0)) - s, 1e-6, 1e-6));
+  }
+}
+
 TEST_CASE("in place: x = x - max(x, axis<-1>) and x = softmax(x)") {
   auto x = random<float, 2>({40, 300}, 31);
   auto copy = x;

@@ -43,14 +43,21 @@ auto materialise_group(const Exec& exec, Arena& arena, const E& e) {
   return tmp;
 }
 
-// e with every reduction that does not join the group (rank R, row axes M) replaced by a view of
-// its result, computed first as a group of its own.
-template <std::size_t R, std::uint32_t M, class Exec, class Arena, class E>
+// e with reductions replaced by views of their results, each computed first as a group of its own:
+// - Every = false: the reductions that do not join the group (rank R, row axes M) (as
+//   plan/fusion.hpp);
+// - Every = true, when run-time shapes broke the group: every reduction below the root, innermost
+//   first, so that each is a one-phase kernel over a reduction-free operand. (Materialising a
+//   whole nested reduction instead would compile another multi-phase kernel for a rare path.)
+template <std::size_t R, std::uint32_t M, bool Every, class Exec, class Arena, class E>
 auto split_group(const Exec& exec, Arena& arena, const E& e) {
-  // An operand that is a reduction not joining the group: its own group (as plan/fusion.hpp).
   auto operand = [&]<class A>(const A& x) {
-    if constexpr (stays_in_group<A, R, M>) return split_group<R, M>(exec, arena, x);
-    else return materialise_group(exec, arena, x);
+    if constexpr (Every && is_reduce_v<A>)
+      return materialise_group(exec, arena, split_group<R, M, Every>(exec, arena, x));
+    else if constexpr (stays_in_group<A, R, M>)
+      return split_group<R, M, Every>(exec, arena, x);
+    else
+      return materialise_group(exec, arena, x);
   };
   if constexpr (is_reduce_v<E>) {
     auto child = operand(e.child);
@@ -99,7 +106,7 @@ void assign_fused(const Exec& exec, D&& d, const E& e) {
     using group = group_of<E>;
     constexpr std::size_t R = group::rank;
     pool_arena<typename allocator_for<Exec::space>::type> arena;
-    const auto g = split_group<R, group::mask>(exec, arena, e);
+    const auto g = split_group<R, group::mask, false>(exec, arena, e);
     shape_t<R> shape{};
     if constexpr (group::reduction_root) {
       shape = e.child.shape();
@@ -111,12 +118,12 @@ void assign_fused(const Exec& exec, D&& d, const E& e) {
     if constexpr (reduction_count_v<G> == 0) {
       auto it = make_iteration(dst, g);
       run_checked(exec, it, via_temporary);
-    } else if (fits_group<R>(g, shape, group::mask)) {
+    } else if (fits_group<R, group::mask>(g, shape)) {
       auto it = make_row_iteration<R>(dst, g, shape, group::mask);
       run_checked(exec, it, via_temporary);
     } else {
       // Run-time shapes break the group: every reduction below the root becomes its own kernel.
-      const auto split = split_group<R, ~0u>(exec, arena, g);
+      const auto split = split_group<R, group::mask, true>(exec, arena, g);
       using S = std::remove_cvref_t<decltype(split)>;
       if constexpr (reduction_count_v<S> == 0) {
         auto it = make_iteration(dst, split);

@@ -117,27 +117,6 @@ auto collect_phases(const E& e, const shape_t<R>& shape) {
   }
 }
 
-// Does every reduction in e reduce, over the row axes `mask` of the group, exactly the group's
-// extents? (Otherwise the run-time shapes force a split.)
-template <std::size_t R, class E>
-bool fits_group(const E& e, const shape_t<R>& shape, std::uint32_t mask) {
-  bool ok = true;
-  if constexpr (is_reduce_v<E>) {
-    constexpr std::size_t rc = E::child_rank;
-    if constexpr (rc > R) {
-      return false;
-    } else {
-      const auto cs = e.child.shape();
-      for (std::size_t d = 0; d < rc; ++d)
-        if (((mask >> (d + R - rc)) & 1) && cs[d] != shape[d + R - rc]) ok = false;
-      return ok && fits_group<R>(e.child, shape, mask);
-    }
-  } else if constexpr (requires { e.args; }) {
-    for_each(e.args, [&](const auto& a) { ok = ok && fits_group<R>(a, shape, mask); });
-  }
-  return ok;
-}
-
 template <class T, std::size_t R, class Eval, class Phases>
 struct row_iteration {
   static constexpr std::size_t rank = R;

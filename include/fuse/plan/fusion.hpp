@@ -85,6 +85,24 @@ inline constexpr bool joins_group = joins_group_f<C, R, M>();
 template <class A, std::size_t R, std::uint32_t M>
 inline constexpr bool stays_in_group = !is_reduce_v<A> || joins_group<A, R, M>;
 
+// Does every reduction that joins the group (rank R, row axes M) reduce exactly the group's
+// extents? (Otherwise the run-time shapes force a split. A reduction that does not join is a group
+// of its own, checked there.)
+template <std::size_t R, std::uint32_t M, class E>
+bool fits_group(const E& e, const shape_t<R>& shape) {
+  bool ok = true;
+  if constexpr (is_reduce_v<E> && joins_group<E, R, M>) {
+    constexpr std::size_t rc = E::child_rank;
+    const auto cs = e.child.shape();
+    for (std::size_t d = 0; d < rc; ++d)
+      if (((M >> (d + R - rc)) & 1) && cs[d] != shape[d + R - rc]) ok = false;
+    return ok && fits_group<R, M>(e.child, shape);
+  } else if constexpr (requires { e.args; }) {
+    for_each(e.args, [&](const auto& a) { ok = ok && fits_group<R, M>(a, shape); });
+  }
+  return ok;
+}
+
 template <class E>
 struct fusion;
 

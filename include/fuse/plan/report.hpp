@@ -104,6 +104,7 @@ struct group_walk {
   index_t temp_bytes = 0;      // results of earlier kernels it reads
   index_t flops = 0;
   std::vector<std::string> phases;
+  bool split = false;  // run-time shapes broke the group: each of its reductions is a kernel
 };
 
 template <class E>
@@ -112,16 +113,20 @@ std::string emit_group(const E& e, plan_report& p);
 template <std::size_t R, std::uint32_t M, class E>
 std::string walk_group(const E& e, group_walk& g);
 
+template <std::size_t R, std::uint32_t M, class E>
+std::string emit_split_reduction(const E& e, plan_report& p);
+
 // An operand of a node in the group (R, M): a reduction that does not join is its own kernel, read
 // back as a small leaf (as plan/fusion.hpp).
+// In a broken group, a reduction that would have joined it is a kernel of its own too.
 template <std::size_t R, std::uint32_t M, class A>
 std::string walk_operand(const A& a, group_walk& g) {
   if constexpr (stays_in_group<A, R, M>) {
-    return walk_group<R, M>(a, g);
-  } else {
-    g.temp_bytes += shape_size(a.shape()) * index_t(sizeof(typename A::value_type));
-    return emit_group(a, g.plan);
+    if (!is_reduce_v<A> || !g.split) return walk_group<R, M>(a, g);
   }
+  g.temp_bytes += shape_size(a.shape()) * index_t(sizeof(typename A::value_type));
+  if constexpr (stays_in_group<A, R, M>) return emit_split_reduction<R, M>(a, g.plan);
+  else return emit_group(a, g.plan);
 }
 
 template <std::size_t R, std::uint32_t M, class E>
@@ -151,6 +156,34 @@ std::string walk_group(const E& e, group_walk& g) {
   }
 }
 
+// Adds the kernel that walk g describes, rooted at e; returns its result's name.
+template <class E>
+std::string emit_kernel(const E& e, group_walk& g, const std::string& what, const std::string& note) {
+  kernel_report k;
+  if (g.phases.empty()) {
+    k.what = std::string(E::kind == node_kind::elementwise ? "elementwise " : "copy ") + what + note;
+  } else {
+    std::string ph;
+    for (auto& n : g.phases) ph += (ph.empty() ? "" : ", ") + n.substr(0, n.find('('));
+    k.what = std::string("row kernel, ") + std::to_string(g.phases.size()) + (g.phases.size() == 1 ? " phase [" : " phases [") +
+             ph + "]: " + what + note;
+  }
+  k.bytes_read = g.leaves.bytes() + g.temp_bytes;
+  k.bytes_written = shape_size(e.shape()) * index_t(sizeof(typename E::value_type));
+  k.flops = g.flops;
+  g.plan.add(std::move(k));
+  return "t" + std::to_string(g.plan.kernels - 1);
+}
+
+// A reduction of a broken group (R, M), computed alone over its operand's own reductions, which
+// come first (as split_group<R, M, true> in core/assign.hpp).
+template <std::size_t R, std::uint32_t M, class E>
+std::string emit_split_reduction(const E& e, plan_report& p) {
+  group_walk g{p, {}, 0, 0, {}, true};
+  const std::string what = walk_group<R, M>(e, g);
+  return emit_kernel(e, g, what, "");
+}
+
 // Adds the kernels of the group rooted at e (split-off reductions first); returns its result's name.
 template <class E>
 std::string emit_group(const E& e, plan_report& p) {
@@ -164,29 +197,10 @@ std::string emit_group(const E& e, plan_report& p) {
     const auto s = e.shape();
     for (std::size_t j = 0; j < E::rank; ++j) shape[R - E::rank + j] = s[j];
   }
-  group_walk g{p, {}, 0, 0, {}};
-  std::string what;
-  std::string note;
-  if (fits_group<R>(e, shape, G::mask)) {
-    what = walk_group<R, G::mask>(e, g);
-  } else {
-    what = walk_group<R, ~0u>(e, g);  // run-time shapes split the group: each reduction alone
-    note = " (split at run time: a reduction's extent differs from the group's)";
-  }
-  kernel_report k;
-  if (g.phases.empty()) {
-    k.what = std::string(E::kind == node_kind::elementwise ? "elementwise " : "copy ") + what;
-  } else {
-    std::string ph;
-    for (auto& n : g.phases) ph += (ph.empty() ? "" : ", ") + n.substr(0, n.find('('));
-    k.what = std::string("row kernel, ") + std::to_string(g.phases.size()) + (g.phases.size() == 1 ? " phase [" : " phases [") +
-             ph + "]: " + what + note;
-  }
-  k.bytes_read = g.leaves.bytes() + g.temp_bytes;
-  k.bytes_written = shape_size(e.shape()) * index_t(sizeof(typename E::value_type));
-  k.flops = g.flops;
-  p.add(std::move(k));
-  return "t" + std::to_string(p.kernels - 1);
+  // Run-time shapes that break the group make each reduction below its root a kernel.
+  group_walk g{p, {}, 0, 0, {}, !fits_group<R, G::mask>(e, shape)};
+  const std::string what = walk_group<R, G::mask>(e, g);
+  return emit_kernel(e, g, what, g.split ? " (split at run time: a reduction's extent differs from the group's)" : "");
 }
 
 // Eager: one kernel per interior node, children first; each writes a temporary t<n>.
