@@ -3,16 +3,13 @@
 #pragma once
 
 #include <algorithm>
-#include <thread>
 
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
-#if defined(__SSE2__)
-#include <immintrin.h>
-#endif
 
 #include "fuse/backend/cpu/prefetch.hpp"
+#include "fuse/backend/cpu/stream_store.hpp"
 #include "fuse/core/iteration.hpp"
 #include "fuse/core/shared_subtree.hpp"
 
@@ -50,41 +47,6 @@ inline constexpr index_t min_elements_per_thread = FUSE_MIN_ELEMENTS_PER_THREAD;
 #define FUSE_STREAMING_STORE_BYTES (std::size_t(16) << 20)
 #endif
 inline constexpr std::size_t streaming_store_bytes = FUSE_STREAMING_STORE_BYTES;
-
-// Streaming stores exist for float and double with SSE2 and up.
-template <class T>
-inline constexpr bool can_stream_v =
-#if defined(__SSE2__)
-    std::is_same_v<T, float> || std::is_same_v<T, double>;
-#else
-    false;
-#endif
-
-// Copies n values (n a multiple of 64 bytes' worth) from an aligned buffer to 64-byte aligned dst.
-template <class T>
-FUSE_INLINE void stream_out(T* dst, const T* src, index_t n) {
-#if defined(__AVX512F__)
-  constexpr index_t step = 64 / sizeof(T);
-  for (index_t k = 0; k < n; k += step) {
-    if constexpr (std::is_same_v<T, float>) _mm512_stream_ps(dst + k, _mm512_load_ps(src + k));
-    else _mm512_stream_pd(dst + k, _mm512_load_pd(src + k));
-  }
-#elif defined(__AVX__)
-  constexpr index_t step = 32 / sizeof(T);
-  for (index_t k = 0; k < n; k += step) {
-    if constexpr (std::is_same_v<T, float>) _mm256_stream_ps(dst + k, _mm256_load_ps(src + k));
-    else _mm256_stream_pd(dst + k, _mm256_load_pd(src + k));
-  }
-#elif defined(__SSE2__)
-  constexpr index_t step = 16 / sizeof(T);
-  for (index_t k = 0; k < n; k += step) {
-    if constexpr (std::is_same_v<T, float>) _mm_stream_ps(dst + k, _mm_load_ps(src + k));
-    else _mm_stream_pd(dst + k, _mm_load_pd(src + k));
-  }
-#else
-  (void)dst, (void)src, (void)n;
-#endif
-}
 
 // row[j] = ev.at(j) for j in [i, stop): computed into an L1 buffer by the vectorised loop, then
 // streamed out 64-byte line by line; the unaligned head and the tail use ordinary stores. pf: the
@@ -155,7 +117,7 @@ void run_cpu(const cpu& exec, const It& it) {
       if constexpr (can_stream_v<T>) {
         if (it.unit && std::size_t(n) * sizeof(T) >= streaming_store_bytes) {
           run_range<true, true>(it, ev, b, e);
-          _mm_sfence();  // streaming stores are weakly ordered: publish them before the join
+          stream_fence();  // before the join
           return;
         }
       }

@@ -155,11 +155,7 @@ bool streams(const It& it) {
 
 // Streaming stores are weakly ordered: a thread publishes them before it joins.
 inline void publish_streamed(bool stream) {
-#if defined(__SSE2__)
-  if (stream) _mm_sfence();
-#else
-  (void)stream;
-#endif
+  if (stream) stream_fence();
 }
 
 // The epilogue of the row at idx (outer part set), elements [begin, end) of every sub-row; a
