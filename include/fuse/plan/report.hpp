@@ -117,8 +117,7 @@ template <std::size_t R, std::uint32_t M, class E>
 std::string emit_split_reduction(const E& e, plan_report& p);
 
 // An operand of a node in the group (R, M): a reduction that does not join is its own kernel, read
-// back as a small leaf (as plan/fusion.hpp).
-// In a broken group, a reduction that would have joined it is a kernel of its own too.
+// back as a small leaf (as plan/fusion.hpp); in a broken group, so is one that would have joined.
 template <std::size_t R, std::uint32_t M, class A>
 std::string walk_operand(const A& a, group_walk& g) {
   if constexpr (stays_in_group<A, R, M>) {
