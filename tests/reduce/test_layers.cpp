@@ -147,6 +147,47 @@ TEST_CASE("a group broken at run time: each reduction a one-phase kernel, innerm
   }
 }
 
+TEST_CASE("a reduction that does not join the group leaves it whole, whatever its operand's extents") {
+  // mean(c, axis<0>) is a kernel of its own; its operand's extent 1 along the row axis must not
+  // read as a broken group (fits_group checks only the reductions that join).
+  auto x = random<float, 2>({3, 7}, 46);
+  auto c = random<float, 2>({3, 1}, 47);
+  auto e = x - fuse::max(x, fuse::axis<-1>) + fuse::mean(c, fuse::axis<0>);
+  auto p = fuse::plan(e);
+  INFO(p);
+  REQUIRE(p.kernels == 2);
+  CHECK(p.lines[0].what.starts_with("row kernel, 1 phase [mean]"));
+  CHECK(p.lines[1].what.starts_with("row kernel, 1 phase [max]"));
+  CHECK(p.lines[1].what.find("split at run time") == std::string::npos);
+  auto y = fuse::eval(e);
+  const double mc = ref_mean({c(0, 0), c(1, 0), c(2, 0)});
+  for (index_t i = 0; i < 3; ++i) {
+    const double m = ref_max(std::vector<double>(x.data() + i * 7, x.data() + (i + 1) * 7));
+    for (index_t j = 0; j < 7; ++j) CHECK(close(y(i, j), double(x(i, j)) - m + mc, 1e-6, 1e-6));
+  }
+}
+
+TEST_CASE("reduction-broadcast expressions assigned into a destination of higher rank, as NumPy") {
+  // The row kernel runs over the group's axes; a destination with more axes takes e broadcast.
+  auto x = random<float, 2>({8, 1}, 48);
+  auto b = random<float, 2>({8, 5}, 49, -3, 3);
+  fuse::tensor<float, 3> y(2, 8, 1), s(2, 8, 5), z(3, 8, 1);
+  y = x - fuse::sum(b, fuse::axis<-1>);
+  s = fuse::softmax(b, fuse::axis<-1>);
+  z = fuse::sum(b, fuse::axis<-1>);  // a reduction root
+  for (index_t i = 0; i < 8; ++i) {
+    const std::vector<double> row(b.data() + i * 5, b.data() + (i + 1) * 5);
+    double sum = 0;
+    for (double v : row) sum += v;
+    const auto soft = softmax_ref(row);
+    for (index_t k = 0; k < 3; ++k) CHECK(close(z(k, i, 0), sum, 1e-6, 1e-6));
+    for (index_t k = 0; k < 2; ++k) {
+      CHECK(close(y(k, i, 0), double(x(i, 0)) - sum, 1e-6, 1e-6));
+      for (index_t j = 0; j < 5; ++j) CHECK(close(s(k, i, j), soft[std::size_t(j)], 2e-5, 1e-12));
+    }
+  }
+}
+
 TEST_CASE("in place: x = x - max(x, axis<-1>) and x = softmax(x)") {
   auto x = random<float, 2>({40, 300}, 31);
   auto copy = x;

@@ -102,6 +102,10 @@ void assign_fused(const Exec& exec, D&& d, const E& e) {
   if constexpr (reduction_count_v<E> == 0) {
     auto it = make_iteration(dst, e);
     run_checked(exec, it, via_temporary);
+  } else if constexpr (std::tuple_size_v<decltype(dst.shape)> > group_of<E>::rank) {
+    // A destination of higher rank than the group (e broadcast into it, as NumPy): the row kernel
+    // runs over the group's axes, so e is evaluated at its own shape first, then copied.
+    via_temporary();
   } else {
     using group = group_of<E>;
     constexpr std::size_t R = group::rank;

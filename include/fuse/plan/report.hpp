@@ -100,10 +100,10 @@ std::string describe(const E& e, leaf_table& leaves) {
 // The group rooted at one kernel, walked as the executor splits it (core/assign.hpp).
 struct group_walk {
   plan_report& plan;
-  leaf_table leaves;           // this kernel's distinct inputs
+  leaf_table leaves{};         // this kernel's distinct inputs
   index_t temp_bytes = 0;      // results of earlier kernels it reads
   index_t flops = 0;
-  std::vector<std::string> phases;
+  std::vector<std::string> phases{};
   bool split = false;  // run-time shapes broke the group: each of its reductions is a kernel
 };
 
@@ -120,12 +120,14 @@ std::string emit_split_reduction(const E& e, plan_report& p);
 // back as a small leaf (as plan/fusion.hpp); in a broken group, so is one that would have joined.
 template <std::size_t R, std::uint32_t M, class A>
 std::string walk_operand(const A& a, group_walk& g) {
-  if constexpr (stays_in_group<A, R, M>) {
-    if (!is_reduce_v<A> || !g.split) return walk_group<R, M>(a, g);
+  if constexpr (!is_reduce_v<A>) {
+    return walk_group<R, M>(a, g);
+  } else {
+    if (joins_group<A, R, M> && !g.split) return walk_group<R, M>(a, g);
+    g.temp_bytes += shape_size(a.shape()) * index_t(sizeof(typename A::value_type));
+    if constexpr (joins_group<A, R, M>) return emit_split_reduction<R, M>(a, g.plan);
+    else return emit_group(a, g.plan);
   }
-  g.temp_bytes += shape_size(a.shape()) * index_t(sizeof(typename A::value_type));
-  if constexpr (stays_in_group<A, R, M>) return emit_split_reduction<R, M>(a, g.plan);
-  else return emit_group(a, g.plan);
 }
 
 template <std::size_t R, std::uint32_t M, class E>
@@ -178,7 +180,7 @@ std::string emit_kernel(const E& e, group_walk& g, const std::string& what, cons
 // come first (as split_group<R, M, true> in core/assign.hpp).
 template <std::size_t R, std::uint32_t M, class E>
 std::string emit_split_reduction(const E& e, plan_report& p) {
-  group_walk g{p, {}, 0, 0, {}, true};
+  group_walk g{.plan = p, .split = true};
   const std::string what = walk_group<R, M>(e, g);
   return emit_kernel(e, g, what, "");
 }
@@ -197,7 +199,7 @@ std::string emit_group(const E& e, plan_report& p) {
     for (std::size_t j = 0; j < E::rank; ++j) shape[R - E::rank + j] = s[j];
   }
   // Run-time shapes that break the group make each reduction below its root a kernel.
-  group_walk g{p, {}, 0, 0, {}, !fits_group<R, G::mask>(e, shape)};
+  group_walk g{.plan = p, .split = !fits_group<R, G::mask>(e, shape)};
   const std::string what = walk_group<R, G::mask>(e, g);
   return emit_kernel(e, g, what, g.split ? " (split at run time: a reduction's extent differs from the group's)" : "");
 }
