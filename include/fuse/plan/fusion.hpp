@@ -86,8 +86,8 @@ template <class A, std::size_t R, std::uint32_t M>
 inline constexpr bool stays_in_group = !is_reduce_v<A> || joins_group<A, R, M>;
 
 // Does every reduction that joins the group (rank R, row axes M) reduce exactly the group's
-// extents along its row axes? (Otherwise the run-time shapes force a split. A reduction that does not join is a group
-// of its own, checked there.)
+// extents along its row axes? (Otherwise the run-time shapes force a split. A reduction that
+// does not join is a group of its own, checked there.)
 template <std::size_t R, std::uint32_t M, class E>
 bool fits_group(const E& e, const shape_t<R>& shape) {
   bool ok = true;

@@ -32,6 +32,16 @@ inline constexpr index_t block_elements = FUSE_ROW_BLOCK_ELEMENTS;
 template <class Op, class Acc>
 concept has_finite_combine = std::is_floating_point_v<Acc> && requires(Acc a) { Op::finite_combine(a, a); };
 
+// f(a[0], a[1], ..., a[W-1]) combined pairwise, in place. Not in lane order: that would be a
+// chain of W dependent scalar ops (the compiler may not reorder float adds), which cost softmax's
+// max phase ~130 cycles per block.
+template <int W, class Acc, class F>
+FUSE_INLINE Acc fold_pairwise(Acc* a, F f) {
+  for (int w = W / 2; w > 0; w /= 2)
+    for (int l = 0; l < w; ++l) a[l] = f(a[l], a[l + w]);
+  return a[0];
+}
+
 // Elements [b, e) of the current row folded with Op (W lanes, so that the compiler vectorises and
 // the latency of combine is hidden); with a buffer, also stores each element there (for the
 // epilogue, see row_cache.hpp). Finite: combines with Op::finite_combine and sums v on the side
@@ -68,21 +78,15 @@ Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean, c
     lane[0] = Op::combine(lane[0], static_cast<Acc>(v));
   }
   if constexpr (Finite) {
-    // Pairwise, as the lanes below: a sum in lane order is a chain of W dependent scalar adds
-    // (the compiler may not reorder float adds), which cost softmax's max phase ~130 cycles per
-    // block. Any order detects a NaN or an infinity.
-    for (int w = W / 2; w > 0; w /= 2)
-      for (int l = 0; l < w; ++l) probe[l] += probe[l + w];
-    clean = probe[0] - probe[0] == Acc(0);  // false for inf and NaN
+    // Any order detects a NaN or an infinity.
+    const Acc sum = fold_pairwise<W>(probe, [](Acc x, Acc y) { return x + y; });
+    clean = sum - sum == Acc(0);  // false for inf and NaN
     // A clean block holds no NaN (the tail above is probed too), so the lanes combine with the
     // cheap form as well; an unclean block's result is discarded (the caller repeats it).
-    for (int w = W / 2; w > 0; w /= 2)
-      for (int l = 0; l < w; ++l) lane[l] = Op::finite_combine(lane[l], lane[l + w]);
+    return fold_pairwise<W>(lane, [](Acc x, Acc y) { return Op::finite_combine(x, y); });
   } else {
-    for (int w = W / 2; w > 0; w /= 2)
-      for (int l = 0; l < w; ++l) lane[l] = Op::combine(lane[l], lane[l + w]);
+    return fold_pairwise<W>(lane, [](Acc x, Acc y) { return Op::combine(x, y); });
   }
-  return lane[0];
 }
 
 // Reduces elements [begin, end) of the current row of ev with Op, block by block (float sums in
