@@ -33,6 +33,15 @@ void run(const cpu& exec, const iteration<T, R, Ev>& it) { run_cpu(exec, it); }
 template <class T, std::size_t R, class Ev, class Ph>
 void run(const cpu& exec, const row_iteration<T, R, Ev, Ph>& it) { run_row_kernel(exec, it); }
 
+// A kernel of the run-time fallback: on the host one generic variant (executor.hpp), elsewhere as
+// any kernel.
+template <class Exec, class It>
+void run_fallback(const Exec& exec, const It& it) {
+  if constexpr (!host_executor<Exec>) run(exec, it);
+  else if constexpr (requires { it.phases; }) run_row_kernel_generic(exec, it);
+  else run_cpu_generic(exec, it);
+}
+
 template <class Exec, class T, std::size_t R>
 using tensor_for = basic_tensor<T, R, typename allocator_for<Exec::space>::type>;
 
@@ -52,12 +61,20 @@ auto materialise_group(const Exec& exec, Arena& arena, const E& e) {
 template <std::size_t R, std::uint32_t M, bool Every, class Exec, class Arena, class E>
 auto split_group(const Exec& exec, Arena& arena, const E& e) {
   auto operand = [&]<class A>(const A& x) {
-    if constexpr (Every && is_reduce_v<A>)
-      return materialise_group(exec, arena, split_group<R, M, Every>(exec, arena, x));
-    else if constexpr (stays_in_group<A, R, M>)
+    if constexpr (Every && is_reduce_v<A>) {
+      // Its operand is reduction-free now: one fallback kernel, no fresh assign_fused (whose
+      // checks the whole expression has passed, and whose fast paths a rare path does not need).
+      const auto r = split_group<R, M, Every>(exec, arena, x);
+      using RE = std::remove_cvref_t<decltype(r)>;
+      auto tmp = arena.template make<typename RE::value_type>(r.shape());
+      const auto it = make_row_iteration<RE::child_rank>(destination_of(tmp), r, r.child.shape(), RE::mask);
+      if (!it.empty()) run_fallback(exec, it);
+      return tmp;
+    } else if constexpr (stays_in_group<A, R, M>) {
       return split_group<R, M, Every>(exec, arena, x);
-    else
+    } else {
       return materialise_group(exec, arena, x);
+    }
   };
   if constexpr (is_reduce_v<E>) {
     auto child = operand(e.child);
@@ -73,11 +90,12 @@ auto split_group(const Exec& exec, Arena& arena, const E& e) {
   }
 }
 
-template <class Exec, class It>
+template <bool Fallback = false, class Exec, class It>
 void run_checked(const Exec& exec, It& it, const auto& rerun_via_temporary) {
   if (it.empty()) return;
   if (destination_overlaps(it)) return rerun_via_temporary();
-  run(exec, it);
+  if constexpr (Fallback) run_fallback(exec, it);
+  else run(exec, it);
 }
 
 // One fused group of expression e (already held) into destination view/tensor d.
@@ -131,10 +149,10 @@ void assign_fused(const Exec& exec, D&& d, const E& e) {
       using S = std::remove_cvref_t<decltype(split)>;
       if constexpr (reduction_count_v<S> == 0) {
         auto it = make_iteration(dst, split);
-        run_checked(exec, it, via_temporary);
+        run_checked<true>(exec, it, via_temporary);
       } else {
         auto it = make_row_iteration<R>(dst, split, shape, group::mask);
-        run_checked(exec, it, via_temporary);
+        run_checked<true>(exec, it, via_temporary);
       }
     }
   }

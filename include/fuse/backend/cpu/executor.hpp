@@ -102,13 +102,31 @@ void run_range(const It& it, const Ev& eval, index_t begin, index_t end) {
   }
 }
 
+// body(t, nt) on each of `threads` threads (serially without OpenMP).
+template <class Body>
+void run_threads(int threads, const Body& body) {
+#if defined(_OPENMP)
+  if (threads > 1) {
+#pragma omp parallel num_threads(threads)
+    body(index_t(omp_get_thread_num()), index_t(omp_get_num_threads()));
+    return;
+  }
+#endif
+  (void)threads;
+  body(index_t(0), index_t(1));
+}
+
+// Threads worth starting for `work` elements.
+inline int threads_for(const cpu& exec, index_t work) {
+  return static_cast<int>(std::clamp<index_t>(work / min_elements_per_thread, 1, exec.thread_count()));
+}
+
 template <class It>
 void run_cpu(const cpu& exec, const It& it) {
   const index_t n = it.size();
   if (n == 0) return;
-  [[maybe_unused]] const int threads = static_cast<int>(std::clamp<index_t>(n / min_elements_per_thread, 1, exec.thread_count()));
   const shared_plan shared = plan_shared(it.eval, nullptr);
-  auto body = [&](index_t t, index_t nt) {
+  run_threads(threads_for(exec, n), [&](index_t t, index_t nt) {
     // Chunks on 16-element boundaries so that threads do not share cache lines.
     const index_t chunk = ((n + nt - 1) / nt + 15) & ~index_t(15);
     const index_t b = std::min(n, t * chunk), e = std::min(n, b + chunk);
@@ -124,15 +142,20 @@ void run_cpu(const cpu& exec, const It& it) {
       if (it.unit) run_range<true, false>(it, ev, b, e);
       else run_range<false, false>(it, ev, b, e);
     });
-  };
-#if defined(_OPENMP)
-  if (threads > 1) {
-#pragma omp parallel num_threads(threads)
-    body(omp_get_thread_num(), omp_get_num_threads());
-    return;
-  }
-#endif
-  body(0, 1);
+  });
+}
+
+// The same pass compiled once, strided only: for assign_fused's run-time fallback, a rare path
+// whose kernels are not worth the fast path's variants (contiguous, streaming) in every user's
+// binary. Threads are kept: data that breaks a group can be large.
+template <class It>
+void run_cpu_generic(const cpu& exec, const It& it) {
+  const index_t n = it.size();
+  if (n == 0) return;
+  const shared_plan shared = plan_shared(it.eval, nullptr);
+  run_threads(threads_for(exec, n), [&](index_t t, index_t nt) {
+    with_shared(it.eval, shared, [&](const auto& ev) { run_range<false, false>(it, ev, n * t / nt, n * (t + 1) / nt); });
+  });
 }
 
 }  // namespace detail

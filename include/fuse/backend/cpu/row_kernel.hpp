@@ -356,23 +356,27 @@ void run_row_kernel(const cpu& exec, const It& it) {
   if (rows == 0) return;
   const bool reuse = may_cache(it);
   const bool stream = streams(it);
-  const index_t work = rows * std::max<index_t>(it.row_elements(), 1);
-  [[maybe_unused]] const int threads = static_cast<int>(std::clamp<index_t>(work / min_elements_per_thread, 1, exec.thread_count()));
-  auto body = [&](index_t t, index_t nt) {
+  const int threads = threads_for(exec, rows * std::max<index_t>(it.row_elements(), 1));
+#if defined(_OPENMP)
+  if (threads > 1 && rows < threads)
+    return it.unit ? run_split_rows<true>(it, threads, stream) : run_split_rows<false>(it, threads, stream);
+#endif
+  run_threads(threads, [&](index_t t, index_t nt) {
     const index_t b = rows * t / nt, e = rows * (t + 1) / nt;
     if (it.unit) run_rows<true>(it, b, e, reuse, stream);
     else run_rows<false>(it, b, e, reuse, stream);
     publish_streamed(stream);
-  };
-#if defined(_OPENMP)
-  if (threads > 1 && rows >= threads) {
-#pragma omp parallel num_threads(threads)
-    body(omp_get_thread_num(), omp_get_num_threads());
-    return;
-  }
-  if (threads > 1) return it.unit ? run_split_rows<true>(it, threads, stream) : run_split_rows<false>(it, threads, stream);
-#endif
-  body(0, 1);
+  });
+}
+
+// The row kernel compiled once, strided only, rows split across threads (never a row): for
+// assign_fused's run-time fallback (as run_cpu_generic).
+template <class It>
+void run_row_kernel_generic(const cpu& exec, const It& it) {
+  const index_t rows = it.rows();
+  if (rows == 0) return;
+  const int threads = static_cast<int>(std::min<index_t>(threads_for(exec, rows * std::max<index_t>(it.row_elements(), 1)), rows));
+  run_threads(threads, [&](index_t t, index_t nt) { run_rows<false>(it, rows * t / nt, rows * (t + 1) / nt, false, false); });
 }
 
 }  // namespace fuse::detail
