@@ -147,6 +147,29 @@ TEST_CASE("a group broken at run time: each reduction a one-phase kernel, innerm
   }
 }
 
+TEST_CASE("a group broken at run time, on two threads: one-row kernels split the row, strided operands") {
+  // sum(a + sum(b)): a [70001], b [40000], so both fallback kernels are single rows, each split
+  // across the threads (run_row_kernel_generic). Then x - max(bt) with x [70000, 1] and bt a
+  // transposed [70000, 3]: the max kernel splits its rows and the elementwise one its elements.
+  auto a = random<float, 1>({70001}, 50);
+  auto b = random<float, 1>({40000}, 51);
+  auto full = fuse::sum(a + fuse::sum(b, fuse::axis<0>), fuse::axis<0>);
+  REQUIRE(fuse::plan(full).kernels == 2);
+  const double sb = ref_sum(std::vector<double>(b.data(), b.data() + 40000));
+  double want = 0;
+  for (index_t i = 0; i < 70001; ++i) want += double(a(i)) + sb;
+  CHECK(close(fuse::eval(fuse::cpu{2}, full)(0), want, 1e-5, 1e-2));
+
+  auto x = random<float, 2>({70000, 1}, 52);
+  auto c = random<float, 2>({3, 70000}, 53);
+  auto y = fuse::eval(fuse::cpu{2}, x - fuse::max(fuse::transpose(c), fuse::axis<-1>));
+  REQUIRE(y.extent(0) == 70000);
+  for (index_t i = 0; i < 70000; ++i) {
+    const double m = std::max({double(c(0, i)), double(c(1, i)), double(c(2, i))});
+    REQUIRE(y(i, 0) == float(double(x(i, 0)) - m));
+  }
+}
+
 TEST_CASE("a reduction that does not join the group leaves it whole, whatever its operand's extents") {
   // mean(c, axis<0>) is a kernel of its own; its operand's extent 1 along the row axis must not
   // read as a broken group (fits_group checks only the reductions that join).

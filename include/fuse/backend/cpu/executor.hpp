@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <utility>
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -121,15 +122,21 @@ inline int threads_for(const cpu& exec, index_t work) {
   return static_cast<int>(std::clamp<index_t>(work / min_elements_per_thread, 1, exec.thread_count()));
 }
 
+// Thread t's elements of n: chunks on 16-element boundaries, so that threads do not share cache
+// lines.
+inline std::pair<index_t, index_t> thread_chunk(index_t n, index_t t, index_t nt) {
+  const index_t chunk = ((n + nt - 1) / nt + 15) & ~index_t(15);
+  const index_t b = std::min(n, t * chunk);
+  return {b, std::min(n, b + chunk)};
+}
+
 template <class It>
 void run_cpu(const cpu& exec, const It& it) {
   const index_t n = it.size();
   if (n == 0) return;
   const shared_plan shared = plan_shared(it.eval, nullptr);
   run_threads(threads_for(exec, n), [&](index_t t, index_t nt) {
-    // Chunks on 16-element boundaries so that threads do not share cache lines.
-    const index_t chunk = ((n + nt - 1) / nt + 15) & ~index_t(15);
-    const index_t b = std::min(n, t * chunk), e = std::min(n, b + chunk);
+    const auto [b, e] = thread_chunk(n, t, nt);
     using T = std::remove_pointer_t<decltype(it.out)>;
     with_shared(it.eval, shared, [&](const auto& ev) {
       if constexpr (can_stream_v<T>) {
@@ -154,7 +161,8 @@ void run_cpu_generic(const cpu& exec, const It& it) {
   if (n == 0) return;
   const shared_plan shared = plan_shared(it.eval, nullptr);
   run_threads(threads_for(exec, n), [&](index_t t, index_t nt) {
-    with_shared(it.eval, shared, [&](const auto& ev) { run_range<false, false>(it, ev, n * t / nt, n * (t + 1) / nt); });
+    const auto [b, e] = thread_chunk(n, t, nt);
+    with_shared(it.eval, shared, [&](const auto& ev) { run_range<false, false>(it, ev, b, e); });
   });
 }
 

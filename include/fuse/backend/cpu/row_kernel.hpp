@@ -369,13 +369,17 @@ void run_row_kernel(const cpu& exec, const It& it) {
   });
 }
 
-// The row kernel compiled once, strided only, rows split across threads (never a row): for
-// assign_fused's run-time fallback (as run_cpu_generic).
+// The row kernel compiled once, strided only: for assign_fused's run-time fallback (as
+// run_cpu_generic). Rows split across threads, or each row when there are fewer rows than threads
+// (a full reduction).
 template <class It>
 void run_row_kernel_generic(const cpu& exec, const It& it) {
   const index_t rows = it.rows();
   if (rows == 0) return;
-  const int threads = static_cast<int>(std::min<index_t>(threads_for(exec, rows * std::max<index_t>(it.row_elements(), 1)), rows));
+  const int threads = threads_for(exec, rows * std::max<index_t>(it.row_elements(), 1));
+#if defined(_OPENMP)
+  if (threads > 1 && rows < threads) return run_split_rows<false>(it, threads, false);
+#endif
   run_threads(threads, [&](index_t t, index_t nt) { run_rows<false>(it, rows * t / nt, rows * (t + 1) / nt, false, false); });
 }
 
