@@ -190,6 +190,27 @@ TEST_CASE("a reduction that does not join the group leaves it whole, whatever it
   }
 }
 
+TEST_CASE("a broken group's plan lists its kernels in the order they run: leaving reductions first") {
+  // The executor computes the reductions that do not join the group (mean(c, axis<0>)) before
+  // splitting the joining ones (sum(b)); the plan says the same, with the same t-numbers.
+  auto x = random<float, 2>({4, 1}, 54);
+  auto b = random<float, 2>({4, 5}, 55);
+  auto c = random<float, 2>({3, 1}, 56);
+  auto e = x - fuse::sum(b, fuse::axis<-1>) + fuse::mean(c, fuse::axis<0>);
+  auto p = fuse::plan(e);
+  INFO(p);
+  REQUIRE(p.kernels == 3);
+  CHECK(p.lines[0].what.starts_with("row kernel, 1 phase [mean]"));
+  CHECK(p.lines[1].what.starts_with("row kernel, 1 phase [sum]"));
+  CHECK(p.lines[2].what.starts_with("elementwise add(sub(x0, t1), t0) (split at run time"));
+  auto y = fuse::eval(e);
+  const double mc = ref_mean({c(0, 0), c(1, 0), c(2, 0)});
+  for (index_t i = 0; i < 4; ++i) {
+    const double sb = ref_sum(std::vector<double>(b.data() + i * 5, b.data() + (i + 1) * 5));
+    CHECK(close(y(i, 0), double(x(i, 0)) - sb + mc, 1e-6, 1e-6));
+  }
+}
+
 TEST_CASE("reduction-broadcast expressions assigned into a destination of higher rank, as NumPy") {
   // The row kernel runs over the group's axes; a destination with more axes takes e broadcast.
   auto x = random<float, 2>({8, 1}, 48);

@@ -97,9 +97,13 @@ std::string describe(const E& e, leaf_table& leaves) {
   }
 }
 
+// Results of kernels computed before a group, named t<n>, by the node they stand for.
+using computed_map = std::map<const void*, std::string>;
+
 // The group rooted at one kernel, walked as the executor splits it (core/assign.hpp).
 struct group_walk {
   plan_report& plan;
+  const computed_map& before;  // the group's reductions that do not join it, computed first
   leaf_table leaves{};         // this kernel's distinct inputs
   index_t temp_bytes = 0;      // results of earlier kernels it reads
   index_t flops = 0;
@@ -114,10 +118,23 @@ template <std::size_t R, std::uint32_t M, class E>
 std::string walk_group(const E& e, group_walk& g);
 
 template <std::size_t R, std::uint32_t M, class E>
-std::string emit_split_reduction(const E& e, plan_report& p);
+std::string emit_split_reduction(const E& e, plan_report& p, const computed_map& before);
 
-// An operand of a node in the group (R, M): a reduction that does not join is its own kernel, read
-// back as a small leaf (as plan/fusion.hpp); in a broken group, so is one that would have joined.
+// The reductions below e that do not join the group (R, M), each emitted as its own group, in the
+// order split_group<R, M, false> computes them (pre-order, also inside joining reductions).
+template <std::size_t R, std::uint32_t M, class E>
+void emit_leaving(const E& e, plan_report& p, computed_map& out) {
+  auto operand = [&]<class A>(const A& a) {
+    if constexpr (is_reduce_v<A> && !joins_group<A, R, M>) out.emplace(&a, emit_group(a, p));
+    else emit_leaving<R, M>(a, p, out);
+  };
+  if constexpr (is_reduce_v<E>) operand(e.child);
+  else if constexpr (requires { e.args; }) for_each(e.args, operand);
+}
+
+// An operand of a node in the group (R, M): a reduction that does not join was computed before
+// the group and is read back as a small leaf (as plan/fusion.hpp); in a broken group, a joining
+// one is its own kernel too.
 template <std::size_t R, std::uint32_t M, class A>
 std::string walk_operand(const A& a, group_walk& g) {
   if constexpr (!is_reduce_v<A>) {
@@ -125,8 +142,8 @@ std::string walk_operand(const A& a, group_walk& g) {
   } else {
     if (joins_group<A, R, M> && !g.split) return walk_group<R, M>(a, g);
     g.temp_bytes += shape_size(a.shape()) * index_t(sizeof(typename A::value_type));
-    if constexpr (joins_group<A, R, M>) return emit_split_reduction<R, M>(a, g.plan);
-    else return emit_group(a, g.plan);
+    if constexpr (joins_group<A, R, M>) return emit_split_reduction<R, M>(a, g.plan, g.before);
+    else return g.before.at(&a);
   }
 }
 
@@ -179,13 +196,14 @@ std::string emit_kernel(const E& e, group_walk& g, const std::string& what, cons
 // A reduction of a broken group (R, M), computed alone over its operand's own reductions, which
 // come first (as split_group<R, M, true> in core/assign.hpp).
 template <std::size_t R, std::uint32_t M, class E>
-std::string emit_split_reduction(const E& e, plan_report& p) {
-  group_walk g{.plan = p, .split = true};
+std::string emit_split_reduction(const E& e, plan_report& p, const computed_map& before) {
+  group_walk g{.plan = p, .before = before, .split = true};
   const std::string what = walk_group<R, M>(e, g);
   return emit_kernel(e, g, what, "");
 }
 
-// Adds the kernels of the group rooted at e (split-off reductions first); returns its result's name.
+// Adds the kernels of the group rooted at e (split-off reductions first, in the executor's order);
+// returns its result's name.
 template <class E>
 std::string emit_group(const E& e, plan_report& p) {
   using G = group_of<E>;
@@ -198,8 +216,10 @@ std::string emit_group(const E& e, plan_report& p) {
     const auto s = e.shape();
     for (std::size_t j = 0; j < E::rank; ++j) shape[R - E::rank + j] = s[j];
   }
+  computed_map before;
+  emit_leaving<R, G::mask>(e, p, before);
   // Run-time shapes that break the group make each reduction below its root a kernel.
-  group_walk g{.plan = p, .split = !fits_group<R, G::mask>(e, shape)};
+  group_walk g{.plan = p, .before = before, .split = !fits_group<R, G::mask>(e, shape)};
   const std::string what = walk_group<R, G::mask>(e, g);
   return emit_kernel(e, g, what, g.split ? " (split at run time: a reduction's extent differs from the group's)" : "");
 }

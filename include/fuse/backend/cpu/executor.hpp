@@ -3,7 +3,6 @@
 #pragma once
 
 #include <algorithm>
-#include <utility>
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -122,12 +121,11 @@ inline int threads_for(const cpu& exec, index_t work) {
   return static_cast<int>(std::clamp<index_t>(work / min_elements_per_thread, 1, exec.thread_count()));
 }
 
-// Thread t's elements of n: chunks on 16-element boundaries, so that threads do not share cache
-// lines.
-inline std::pair<index_t, index_t> thread_chunk(index_t n, index_t t, index_t nt) {
+// Where thread t of nt starts in n elements (thread t's are [chunk_begin(t), chunk_begin(t + 1))):
+// chunks on 16-element boundaries, so that threads do not share cache lines.
+inline index_t chunk_begin(index_t n, index_t t, index_t nt) {
   const index_t chunk = ((n + nt - 1) / nt + 15) & ~index_t(15);
-  const index_t b = std::min(n, t * chunk);
-  return {b, std::min(n, b + chunk)};
+  return std::min(n, t * chunk);
 }
 
 template <class It>
@@ -136,7 +134,7 @@ void run_cpu(const cpu& exec, const It& it) {
   if (n == 0) return;
   const shared_plan shared = plan_shared(it.eval, nullptr);
   run_threads(threads_for(exec, n), [&](index_t t, index_t nt) {
-    const auto [b, e] = thread_chunk(n, t, nt);
+    const index_t b = chunk_begin(n, t, nt), e = chunk_begin(n, t + 1, nt);
     using T = std::remove_pointer_t<decltype(it.out)>;
     with_shared(it.eval, shared, [&](const auto& ev) {
       if constexpr (can_stream_v<T>) {
@@ -161,7 +159,7 @@ void run_cpu_generic(const cpu& exec, const It& it) {
   if (n == 0) return;
   const shared_plan shared = plan_shared(it.eval, nullptr);
   run_threads(threads_for(exec, n), [&](index_t t, index_t nt) {
-    const auto [b, e] = thread_chunk(n, t, nt);
+    const index_t b = chunk_begin(n, t, nt), e = chunk_begin(n, t + 1, nt);
     with_shared(it.eval, shared, [&](const auto& ev) { run_range<false, false>(it, ev, b, e); });
   });
 }
