@@ -5,7 +5,9 @@
 // And the printed plan: one line per kernel.
 #include "ops/ops_support.hpp"
 
+#include <algorithm>
 #include <sstream>
+#include <vector>
 
 namespace {
 using fuse::index_t;
@@ -232,4 +234,38 @@ TEST_CASE("a printed plan has one line per kernel", "[plan][print]") {
   CHECK(text.find("gelu") != std::string::npos);
   CHECK(text.find("add") != std::string::npos);
   CHECK(text.find("gelu") == text.rfind("gelu"));
+}
+
+TEST_CASE("kernels run in the order the plan lists them, fused and eager", "[plan][order]") {
+  // Each map records its tag at its first element, so `order` is the order in which the kernels
+  // ran. (A call's arguments are evaluated in no set order, and GCC goes right to left: the
+  // executors build their nodes with braces.)
+  fuse::tensor<float, 2> b(3, 4), c(3, 4);
+  for (index_t i = 0; i < 12; ++i) b.data()[i] = float(i) + 1, c.data()[i] = float(i) - 20;
+  std::vector<int> order;
+  auto tag = [&order](int t) {
+    return [&order, t](float v) {
+      if (std::find(order.begin(), order.end(), t) == order.end()) order.push_back(t);
+      return v;
+    };
+  };
+  // Two reductions that leave the (elementwise) group, each a kernel of its own.
+  auto e = fuse::sum(fuse::map(tag(1), b), fuse::axis<0>) + fuse::mean(fuse::map(tag(2), c), fuse::axis<0>);
+  const auto p = fuse::plan(e);
+  REQUIRE(p.kernels == 3);
+  CHECK(p.lines[0].what.starts_with("row kernel, 1 phase [sum]"));
+  CHECK(p.lines[1].what.starts_with("row kernel, 1 phase [mean]"));
+  const auto y = fuse::eval(fuse::cpu{1}, e);
+  CHECK(order == std::vector<int>{1, 2});
+  CHECK(y(0, 1) == (2.0f + 6.0f + 10.0f) + (-19.0f - 15.0f - 11.0f) / 3.0f);
+
+  order.clear();
+  auto e2 = fuse::map(tag(1), b) + fuse::map(tag(2), c);
+  const auto pe = fuse::plan(fuse::eager(fuse::cpu{1}), e2);
+  REQUIRE(pe.kernels == 3);
+  CHECK(pe.lines[0].what == "map(x0) -> t0");
+  CHECK(pe.lines[1].what == "map(x1) -> t1");
+  const auto y2 = fuse::eval(fuse::eager(fuse::cpu{1}), e2);
+  CHECK(order == std::vector<int>{1, 2});
+  CHECK(y2(2, 3) == 12.0f + -9.0f);
 }

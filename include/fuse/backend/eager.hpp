@@ -60,7 +60,7 @@ auto with_materialised_children(const Exec& exec, Arena& arena, const E& e) {
     return apply(
         [&](const auto&... a) {
           using node = map_expr<std::remove_cvref_t<decltype(e.f)>, decltype(materialise(exec, arena, a))...>;
-          return node(e.f, materialise(exec, arena, a)...);
+          return node{e.f, materialise(exec, arena, a)...};  // braces: left to right, as the plan lists them
         },
         e.args);
   } else if constexpr (E::kind == node_kind::reduction) {

@@ -82,7 +82,9 @@ auto split_group(const Exec& exec, Arena& arena, const E& e) {
   } else if constexpr (E::kind == node_kind::elementwise && reduction_count_v<E> > 0) {
     return apply(
         [&](const auto&... a) {
-          return map_expr<std::remove_cvref_t<decltype(e.f)>, decltype(operand(a))...>(e.f, operand(a)...);
+          // Braces: the operands' kernels run left to right, in the order fuse::plan lists them
+          // (a call's arguments are evaluated in no set order; GCC goes right to left).
+          return map_expr<std::remove_cvref_t<decltype(e.f)>, decltype(operand(a))...>{e.f, operand(a)...};
         },
         e.args);
   } else {
