@@ -131,13 +131,7 @@ void assign_fused(const Exec& exec, D&& d, const E& e) {
     constexpr std::size_t R = group::rank;
     pool_arena<typename allocator_for<Exec::space>::type> arena;
     const auto g = split_group<R, group::mask, false>(exec, arena, e);
-    shape_t<R> shape{};
-    if constexpr (group::reduction_root) {
-      shape = e.child.shape();
-    } else {
-      shape.fill(1);
-      for (std::size_t j = 0; j < dst.shape.size(); ++j) shape[R - dst.shape.size() + j] = dst.shape[j];
-    }
+    const shape_t<R> shape = group_shape(e, dst.shape);
     using G = std::remove_cvref_t<decltype(g)>;
     if constexpr (reduction_count_v<G> == 0) {
       auto it = make_iteration(dst, g);

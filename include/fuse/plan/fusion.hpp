@@ -71,6 +71,23 @@ struct group_of {
   }();
 };
 
+// The iteration shape of the group rooted at e, whose output has shape `out` (of at most the
+// group's rank): a reduction root iterates over its operand, an elementwise root over its output
+// with leading axes of extent 1.
+template <class E, std::size_t N>
+shape_t<group_of<E>::rank> group_shape(const E& e, const shape_t<N>& out) {
+  constexpr std::size_t R = group_of<E>::rank;
+  static_assert(N <= R, "fuse: group_shape: an output of higher rank than its group");
+  shape_t<R> shape{};
+  if constexpr (group_of<E>::reduction_root) {
+    shape = e.child.shape();
+  } else {
+    shape.fill(1);
+    for (std::size_t j = 0; j < N; ++j) shape[R - N + j] = out[j];
+  }
+  return shape;
+}
+
 // Does reduction C run as a phase of a group of rank R with row axes M?
 template <class C, std::size_t R, std::uint32_t M>
 constexpr bool joins_group_f() {

@@ -208,14 +208,7 @@ template <class E>
 std::string emit_group(const E& e, plan_report& p) {
   using G = group_of<E>;
   constexpr std::size_t R = G::rank;
-  shape_t<R> shape{};
-  if constexpr (G::reduction_root) {
-    shape = e.child.shape();
-  } else {
-    shape.fill(1);
-    const auto s = e.shape();
-    for (std::size_t j = 0; j < E::rank; ++j) shape[R - E::rank + j] = s[j];
-  }
+  const shape_t<R> shape = group_shape(e, e.shape());
   computed_map before;
   emit_leaving<R, G::mask>(e, p, before);
   // Run-time shapes that break the group make each reduction below its root a kernel.
