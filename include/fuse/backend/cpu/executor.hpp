@@ -102,7 +102,9 @@ void run_range(const It& it, const Ev& eval, index_t begin, index_t end) {
   }
 }
 
-// body(t, nt) on each of `threads` threads (serially without OpenMP).
+// body(t, nt) on each of `threads` threads (serially without OpenMP). Used by the fallback's
+// generic kernels; the fast paths keep their own parallel regions, the code they had before
+// (docs/performance.md, "The run-time fallback compiled once per kernel").
 template <class Body>
 void run_threads(int threads, const Body& body) {
 #if defined(_OPENMP)
@@ -132,8 +134,9 @@ template <class It>
 void run_cpu(const cpu& exec, const It& it) {
   const index_t n = it.size();
   if (n == 0) return;
+  [[maybe_unused]] const int threads = threads_for(exec, n);
   const shared_plan shared = plan_shared(it.eval, nullptr);
-  run_threads(threads_for(exec, n), [&](index_t t, index_t nt) {
+  auto body = [&](index_t t, index_t nt) {
     const index_t b = chunk_begin(n, t, nt), e = chunk_begin(n, t + 1, nt);
     using T = std::remove_pointer_t<decltype(it.out)>;
     with_shared(it.eval, shared, [&](const auto& ev) {
@@ -147,7 +150,15 @@ void run_cpu(const cpu& exec, const It& it) {
       if (it.unit) run_range<true, false>(it, ev, b, e);
       else run_range<false, false>(it, ev, b, e);
     });
-  });
+  };
+#if defined(_OPENMP)
+  if (threads > 1) {
+#pragma omp parallel num_threads(threads)
+    body(omp_get_thread_num(), omp_get_num_threads());
+    return;
+  }
+#endif
+  body(0, 1);
 }
 
 // The same pass compiled once, strided only: for assign_fused's run-time fallback, a rare path

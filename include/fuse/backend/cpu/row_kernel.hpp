@@ -356,17 +356,22 @@ void run_row_kernel(const cpu& exec, const It& it) {
   if (rows == 0) return;
   const bool reuse = may_cache(it);
   const bool stream = streams(it);
-  const int threads = threads_for(exec, rows * std::max<index_t>(it.row_elements(), 1));
-#if defined(_OPENMP)
-  if (threads > 1 && rows < threads)
-    return it.unit ? run_split_rows<true>(it, threads, stream) : run_split_rows<false>(it, threads, stream);
-#endif
-  run_threads(threads, [&](index_t t, index_t nt) {
+  [[maybe_unused]] const int threads = threads_for(exec, rows * std::max<index_t>(it.row_elements(), 1));
+  auto body = [&](index_t t, index_t nt) {
     const index_t b = rows * t / nt, e = rows * (t + 1) / nt;
     if (it.unit) run_rows<true>(it, b, e, reuse, stream);
     else run_rows<false>(it, b, e, reuse, stream);
     publish_streamed(stream);
-  });
+  };
+#if defined(_OPENMP)
+  if (threads > 1 && rows >= threads) {
+#pragma omp parallel num_threads(threads)
+    body(omp_get_thread_num(), omp_get_num_threads());
+    return;
+  }
+  if (threads > 1) return it.unit ? run_split_rows<true>(it, threads, stream) : run_split_rows<false>(it, threads, stream);
+#endif
+  body(0, 1);
 }
 
 // The row kernel compiled once, strided only: for assign_fused's run-time fallback (as
