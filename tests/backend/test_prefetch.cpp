@@ -5,6 +5,7 @@
 #include "support.hpp"
 
 #include "fuse/backend/cpu/prefetch.hpp"
+#include "fuse/backend/cpu/row_kernel.hpp"
 
 namespace {
 
@@ -50,4 +51,29 @@ TEST_CASE("stream_prefetch leaves out strided and broadcast-along-the-row leaves
   auto b = fuse_test::random_tensor<double, 1>({100001}, 9);
   fuse::tensor<double, 1> flat(100001);
   CHECK(listed(flat, a * b + a) == 2);
+}
+
+namespace {
+
+// What spread_pass reads of a row iteration: its phases' aliases.
+template <std::size_t N>
+struct fake_rows {
+  static constexpr std::size_t phase_count = N;
+  int alias[N > 0 ? N : 1];
+};
+
+}  // namespace
+
+TEST_CASE("the row kernel asks for the next row along a pass that computes", "[prefetch]") {
+  using fuse::detail::spread_pass;
+  // softmax: max, the same max repeated (copied, no pass), sum of exp: the exp pass.
+  CHECK(spread_pass(fake_rows<3>{{-1, 0, -1}}, true) == 2);
+  CHECK(spread_pass(fake_rows<3>{{-1, 0, -1}}, false) == 2);
+  // rms_norm: one phase reads the row; the streaming epilogue (pass 1) computes.
+  CHECK(spread_pass(fake_rows<1>{{-1}}, true) == 1);
+  // A plain epilogue does not ask ahead: the one phase does.
+  CHECK(spread_pass(fake_rows<1>{{-1}}, false) == 0);
+  // Two phases, the second repeating the first: one pass computes.
+  CHECK(spread_pass(fake_rows<2>{{-1, 0}}, true) == 2);
+  CHECK(spread_pass(fake_rows<2>{{-1, 0}}, false) == 0);
 }

@@ -3,16 +3,21 @@
 // row_prefetch: the next row of a row kernel. A row kernel reads a row from memory in its first
 // phase and then computes from L1/L2 (the other phases, the epilogue). While it computes, no load
 // misses, so the hardware prefetcher does not run ahead into the next row and memory idles.
-// Asking for the next row's lines when a row starts overlaps that row's memory time with this
-// row's arithmetic: softmax [16384, 1024] on 2 threads went from 15-17 to 2x-2x GB/s.
+// Asking for the next row's lines while this row computes overlaps the two. The lines are asked
+// for a few at a time, along one pass over the row (row_kernel.hpp picks which), not all at the
+// row's start: a burst of 64 prefetches queues behind the few miss buffers a core has and stalls
+// the arithmetic behind it. softmax [16384, 1024] on 2 threads, hand-written AVX2 loops on a Zen 3:
+// 0.84-0.91 x copy with the burst, 1.03-1.18 spread along the exp pass (docs/performance.md).
 //
 // stream_prefetch: a fixed distance ahead along a long row. The hardware prefetcher keeps up
 // with a loop that only moves data (axpby: 40 GB/s with or without), not with one that computes
 // between its loads: gelu(x + bias) over [8192, 4096] on 2 threads went from 20-21 to 27-29 GB/s
 // with lines asked for 2 KiB ahead, sum(x * x) over 2^25 floats from 43-45 to 51-54 GB/s
-// (hand-written loops; docs/performance.md has the library's numbers).
+// (hand-written loops; docs/performance.md has the library's numbers). It also carries the row
+// kernel's row_prefetch along the pass that spreads it (follow).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -100,14 +105,35 @@ class row_prefetch : prefetch_leaves<R> {
                              return moves_across_rows<R>(t) && bytes <= prefetch_max_row_bytes;
                            }) {}
 
-  // Prefetches the row at `outer` (the R - 1 leading indices).
-  void operator()(const index_t* outer) const {
+  // The row to ask for: the one at `outer` (the R - 1 leading indices).
+  void seek(const index_t* outer) {
+    for (int k = 0; k < this->count_; ++k) row_[k] = this->leaf_[k].base + row_offset<R>(this->leaf_[k].stride, outer);
+    done_ = 0;
+  }
+  // Asks for that row's elements up to i + n (the current row's pass has reached i + n), from
+  // where the last call stopped.
+  FUSE_INLINE void ahead(index_t i, index_t n) {
+    const index_t stop = i + n;
+    if (stop <= done_) return;
     for (int k = 0; k < this->count_; ++k) {
       const auto& l = this->leaf_[k];
-      const char* p = l.base + row_offset<R>(l.stride, outer);
-      for (std::size_t off = 0; off < l.bytes; off += 64) __builtin_prefetch(p + off, 0, 3);
+      if (l.elem_bytes == 0) {  // one element per row
+        if (done_ == 0) __builtin_prefetch(row_[k], 0, 3);
+        continue;
+      }
+      const std::uintptr_t p = reinterpret_cast<std::uintptr_t>(row_[k]);
+      const std::uintptr_t end = p + std::min(std::uintptr_t(stop * l.elem_bytes), std::uintptr_t(l.bytes));
+      for (std::uintptr_t a = (p + std::uintptr_t(done_ * l.elem_bytes)) & ~std::uintptr_t(63); a < end; a += 64)
+        __builtin_prefetch(reinterpret_cast<const void*>(a), 0, 3);
     }
+    done_ = stop;
   }
+  // Whatever of the row of n elements the pass did not reach.
+  void finish(index_t n) { ahead(0, n); }
+
+ private:
+  const char* row_[prefetch_leaves<R>::capacity] = {};
+  index_t done_ = 0;
 };
 
 template <std::size_t R>
@@ -129,8 +155,12 @@ class stream_prefetch : prefetch_leaves<R> {
   void seek(const index_t* outer) {
     for (int k = 0; k < this->count_; ++k) row_[k] = this->leaf_[k].base + row_offset<R>(this->leaf_[k].stride, outer);
   }
+  // While set, ahead() also carries `next` along (the row kernel's next row).
+  void follow(row_prefetch<R>* next) { next_ = next; }
+
   // Asks for what elements [i, i + n) of the row will read prefetch_distance_bytes later.
   FUSE_INLINE void ahead(index_t i, index_t n) const {
+    if (next_ != nullptr) next_->ahead(i, n);
     for (int k = 0; k < this->count_; ++k) {
       const index_t eb = this->leaf_[k].elem_bytes;
       // Integer addresses: the lines ahead may lie past the array (a prefetch never faults, but
@@ -142,6 +172,7 @@ class stream_prefetch : prefetch_leaves<R> {
 
  private:
   const char* row_[prefetch_leaves<R>::capacity] = {};
+  row_prefetch<R>* next_ = nullptr;
 };
 
 }  // namespace fuse::detail

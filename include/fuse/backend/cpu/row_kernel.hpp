@@ -200,11 +200,23 @@ void write_row(const It& it, Ev& ev, index_t* idx, index_t begin, index_t end, b
   }
 }
 
+// Which pass over a row asks for the next row (row_prefetch, spread along it): the last phase
+// that computes when there are two or more (the first reads this row from memory), else the
+// epilogue when it streams (the plain one does not call ahead()), else the one phase. The
+// epilogue is pass It::phase_count.
+template <class It>
+int spread_pass(const It& it, bool stream) {
+  int computing = 0, last = 0;
+  for (int k = 0; k < int(It::phase_count); ++k)
+    if (it.alias[k] < 0) ++computing, last = k;
+  return computing < 2 && stream ? int(It::phase_count) : last;
+}
+
 // One row: phases, then the epilogue. idx holds the row's outer index. Phase Cached (if >= 0)
-// also stores its operand in buf.
+// also stores its operand in buf. next (if not null): the next row, asked for along pass `spread`.
 template <bool Unit, int Cached = -1, class It, class Ev, class Phases, class Buf = std::nullptr_t>
 void run_row(const It& it, Ev& ev, Phases& phases, const shared_plan* shared, row_slot* slots, index_t* idx, bool stream,
-             stream_prefetch<It::rank>& pf, Buf buf = nullptr) {
+             stream_prefetch<It::rank>& pf, row_prefetch<It::rank>* next, int spread, Buf buf = nullptr) {
   constexpr std::size_t R = It::rank;
   const index_t n = it.shape[R - 1];
   [&]<std::size_t... K>(std::index_sequence<K...>) {
@@ -214,6 +226,7 @@ void run_row(const It& it, Ev& ev, Phases& phases, const shared_plan* shared, ro
       if (it.alias[k] >= 0) {
         copy_alias_slot<P::slot>(phases, slots, it.alias[k]);
       } else {
+        pf.follow(int(k) == spread ? next : nullptr);
         const auto total = [&] {
           if constexpr (int(k) == Cached) return reduce_row<Unit>(p, shared[k], it.shape, it.inner_first, idx, 0, n, pf, buf);
           else return reduce_row<Unit>(p, shared[k], it.shape, it.inner_first, idx, 0, n, pf);
@@ -223,7 +236,10 @@ void run_row(const It& it, Ev& ev, Phases& phases, const shared_plan* shared, ro
     };
     (phase(std::integral_constant<std::size_t, K>{}), ...);
   }(std::make_index_sequence<Phases::size>{});
+  pf.follow(spread == int(Phases::size) ? next : nullptr);
   write_row<Unit>(it, ev, idx, 0, n, stream, pf);
+  pf.follow(nullptr);
+  if (next != nullptr) next->finish(n);
 }
 
 // Rows [first, last); phase Cached (>= 0) shares its operand with the epilogue through a buffer.
@@ -234,8 +250,9 @@ void run_rows_with(const It& it, index_t first, index_t last, bool stream) {
   row_slot slots[It::phase_count > 0 ? It::phase_count : 1] = {};
   for_each(phases, [&](auto& p) { p.bind(slots); });
   index_t idx[R] = {}, next[R] = {};
-  const row_prefetch<R> prefetch(it);
+  row_prefetch<R> prefetch(it);
   stream_prefetch<R> ahead(it, it.unit, prefetch_max_row_bytes);
+  const int spread = spread_pass(it, stream);
   const auto phase_shared = phase_shared_plans(phases, it.alias);
   auto rows = [&](const auto& epilogue, auto buf) {
     with_shared(epilogue, plan_shared(epilogue, it.alias), [&](const auto& e) {
@@ -243,8 +260,10 @@ void run_rows_with(const It& it, index_t first, index_t last, bool stream) {
       ev.bind(slots);
       for (index_t o = first; o < last; ++o) {
         unflatten(o, it.shape, 0, it.inner_first, idx);
-        if (o + 1 < last) unflatten(o + 1, it.shape, 0, it.inner_first, next), prefetch(next);
-        run_row<Unit, Cached>(it, ev, phases, phase_shared.data(), slots, idx, stream, ahead, buf);
+        const bool has_next = o + 1 < last && prefetch.size() > 0;
+        if (has_next) unflatten(o + 1, it.shape, 0, it.inner_first, next), prefetch.seek(next);
+        run_row<Unit, Cached>(it, ev, phases, phase_shared.data(), slots, idx, stream, ahead, has_next ? &prefetch : nullptr,
+                              spread, buf);
       }
     });
   };
