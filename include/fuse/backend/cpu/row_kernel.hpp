@@ -11,6 +11,7 @@
 #include <array>
 #include <cstddef>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "fuse/backend/cpu/executor.hpp"
@@ -242,6 +243,11 @@ void run_row(const It& it, Ev& ev, Phases& phases, const shared_plan* shared, ro
   if (next != nullptr) next->finish(n);
 }
 
+// Frees what ::operator new(size, align_val_t(64)) gave (the row buffer, of a trivial type).
+struct aligned_delete {
+  void operator()(void* p) const { ::operator delete(p, std::align_val_t(64)); }
+};
+
 // Rows [first, last); phase Cached (>= 0) shares its operand with the epilogue through a buffer.
 template <bool Unit, int Cached, class It>
 void run_rows_with(const It& it, index_t first, index_t last, bool stream) {
@@ -270,7 +276,10 @@ void run_rows_with(const It& it, index_t first, index_t last, bool stream) {
   if constexpr (Cached >= 0) {
     using C = phase_child_t<decltype(it.phases), std::size_t(Cached)>;
     using CT = typename C::value_type;
-    std::unique_ptr<CT[]> buf(new CT[std::size_t(std::max<index_t>(it.shape[R - 1], 1))]);
+    // 64-byte aligned: new[]'s 16 bytes split half the 32-byte stores across cache lines
+    // (softmax [16384, 1024], 2 threads: +4-26% in four alternating pairs, Zen 3).
+    const std::size_t n = std::size_t(std::max<index_t>(it.shape[R - 1], 1));
+    const std::unique_ptr<CT[], aligned_delete> buf(static_cast<CT*>(::operator new(n * sizeof(CT), std::align_val_t(64))));
     rows(substitute<C>(it.eval, cached_eval<CT>{buf.get()}), buf.get());
   } else {
     rows(it.eval, nullptr);
