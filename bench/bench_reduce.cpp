@@ -40,6 +40,20 @@ auto softmax_of = [](rows_data& d) { return fuse::softmax(d.x, fuse::axis<-1>); 
 auto layer_norm_of = [](rows_data& d) { return fuse::layer_norm(d.x, d.gamma, d.beta, 1e-5); };
 auto rms_norm_of = [](rows_data& d) { return fuse::rms_norm(d.x, d.gamma, 1e-6); };
 
+// Largest |d.y - fuse's result| over the largest |fuse's result|, as a counter: a peer's kernel
+// is only worth timing when it computes the same thing.
+template <class Make>
+void check_rows(benchmark::State& s, rows_data& d, Make make) {
+  fuse::tensor<float, 2> ref(d.m, d.n);
+  fuse::assign(fuse::cpu{}, ref, make(d));
+  double err = 0, scale = 0;
+  for (index_t i = 0; i < ref.size(); ++i) {
+    err = std::max(err, std::abs(double(d.y.data()[i]) - ref.data()[i]));
+    scale = std::max(scale, std::abs(double(ref.data()[i])));
+  }
+  s.counters["rel_err"] = err / scale;
+}
+
 // --- hand-written loops: the best a careful user writes with OpenMP and fuse::math's exp ---
 void softmax_hand(benchmark::State& s, index_t m, index_t n) {
   rows_data d(m, n);
@@ -180,6 +194,22 @@ void softmax_eigen(benchmark::State& s) {
   }
   bench::set_bytes(s, d.bytes());
 }
+// The same as one Eigen expression (what anchors.md calls "Eigen Tensor fused"): the row
+// reductions forced with .eval() (without it Eigen recomputes them for every element).
+void softmax_eigen_fused(benchmark::State& s) {
+  rows_data d(16384, 1024);
+  eigen_env env;
+  emap2 x(d.x.data(), d.m, d.n), y(d.y.data(), d.m, d.n);
+  const Eigen::array<int, 1> last{1};
+  const Eigen::array<index_t, 2> col{d.m, 1}, across{1, d.n};
+  for (auto _ : s) {
+    const auto e = (x - x.maximum(last).eval().reshape(col).broadcast(across)).exp();
+    y.device(env.dev) = e / e.sum(last).eval().reshape(col).broadcast(across);
+    benchmark::ClobberMemory();
+  }
+  check_rows(s, d, softmax_of);
+  bench::set_bytes(s, d.bytes());
+}
 void layer_norm_eigen(benchmark::State& s) {
   rows_data d(16384, 1024);
   eigen_env env;
@@ -193,6 +223,21 @@ void layer_norm_eigen(benchmark::State& s) {
     y.device(env.dev) = (x - mean.broadcast(across)) * rstd.broadcast(across) * g.broadcast(down) + b.broadcast(down);
     benchmark::ClobberMemory();
   }
+  bench::set_bytes(s, d.bytes());
+}
+void layer_norm_eigen_fused(benchmark::State& s) {
+  rows_data d(16384, 1024);
+  eigen_env env;
+  emap2 x(d.x.data(), d.m, d.n), y(d.y.data(), d.m, d.n), g(d.gamma.data(), 1, d.n), b(d.beta.data(), 1, d.n);
+  const Eigen::array<int, 1> last{1};
+  const Eigen::array<index_t, 2> col{d.m, 1}, across{1, d.n}, down{d.m, 1};
+  for (auto _ : s) {
+    const auto centred = x - x.mean(last).eval().reshape(col).broadcast(across);
+    const auto rstd = (centred.square().mean(last).eval().reshape(col) + 1e-5f).rsqrt().broadcast(across);
+    y.device(env.dev) = centred * rstd * g.broadcast(down) + b.broadcast(down);
+    benchmark::ClobberMemory();
+  }
+  check_rows(s, d, layer_norm_of);
   bench::set_bytes(s, d.bytes());
 }
 void sum_squares_eigen(benchmark::State& s) {
@@ -233,7 +278,9 @@ const auto reg = [] {
   add("sum_squares/hand", sum_squares_hand);
 #ifdef FUSE_BENCH_EIGEN
   add("softmax/eigen", softmax_eigen);
+  add("softmax/eigen_fused", softmax_eigen_fused);
   add("layer_norm/eigen", layer_norm_eigen);
+  add("layer_norm/eigen_fused", layer_norm_eigen_fused);
   add("sum_squares/eigen", sum_squares_eigen);
 #endif
   return 0;
