@@ -53,7 +53,7 @@ inline constexpr std::size_t streaming_store_bytes = FUSE_STREAMING_STORE_BYTES;
 // row's inputs, asked for ahead of each chunk.
 // Chunks of two lines, not 16: the streaming stores then drain while the next chunk computes,
 // instead of 16 lines queueing at once behind the few write-combining buffers. bias_gelu on a
-// Zen 3, 2 threads: faster in 14 of 18 alternating pairs, by 6.5% over all and up to 39%
+// Zen 3, 2 threads: faster in 15 of 21 alternating pairs, by 4% over all and up to 39%
 // (docs/performance.md); one line per chunk lost on axpby.
 template <class T, class Ev, std::size_t R>
 void write_streaming(T* row, const Ev& ev, index_t i, index_t stop, const stream_prefetch<R>& pf) {
