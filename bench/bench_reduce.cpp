@@ -177,68 +177,62 @@ struct eigen_env {
   Eigen::ThreadPool pool{2};
   Eigen::ThreadPoolDevice dev{&pool, 2};
 };
-void softmax_eigen(benchmark::State& s) {
-  rows_data d(16384, 1024);
+// [16384, 1024] rows as Eigen sees them: maps of x, y, gamma and beta, and the reshapes and
+// broadcasts a per-row value needs.
+struct eigen_rows {
+  rows_data d{16384, 1024};
   eigen_env env;
-  emap2 x(d.x.data(), d.m, d.n), y(d.y.data(), d.m, d.n);
+  emap2 x{d.x.data(), d.m, d.n}, y{d.y.data(), d.m, d.n}, g{d.gamma.data(), 1, d.n}, b{d.beta.data(), 1, d.n};
   const Eigen::array<int, 1> last{1};
-  const Eigen::array<index_t, 2> col{d.m, 1}, across{1, d.n};
-  Eigen::Tensor<float, 2, Eigen::RowMajor> mx(d.m, 1), sum(d.m, 1);
+  const Eigen::array<index_t, 2> col{d.m, 1}, across{1, d.n}, down{d.m, 1};
+};
+void softmax_eigen(benchmark::State& s) {
+  eigen_rows r;
+  Eigen::Tensor<float, 2, Eigen::RowMajor> mx(r.d.m, 1), sum(r.d.m, 1);
   for (auto _ : s) {
     // The reductions are evaluated into temporaries: without that Eigen recomputes them per element.
-    mx.device(env.dev) = x.maximum(last).reshape(col);
-    y.device(env.dev) = (x - mx.broadcast(across)).exp();
-    sum.device(env.dev) = y.sum(last).reshape(col);
-    y.device(env.dev) = y / sum.broadcast(across);
+    mx.device(r.env.dev) = r.x.maximum(r.last).reshape(r.col);
+    r.y.device(r.env.dev) = (r.x - mx.broadcast(r.across)).exp();
+    sum.device(r.env.dev) = r.y.sum(r.last).reshape(r.col);
+    r.y.device(r.env.dev) = r.y / sum.broadcast(r.across);
     benchmark::ClobberMemory();
   }
-  bench::set_bytes(s, d.bytes());
+  bench::set_bytes(s, r.d.bytes());
 }
 // The same as one Eigen expression (what anchors.md calls "Eigen Tensor fused"): the row
 // reductions forced with .eval() (without it Eigen recomputes them for every element).
 void softmax_eigen_fused(benchmark::State& s) {
-  rows_data d(16384, 1024);
-  eigen_env env;
-  emap2 x(d.x.data(), d.m, d.n), y(d.y.data(), d.m, d.n);
-  const Eigen::array<int, 1> last{1};
-  const Eigen::array<index_t, 2> col{d.m, 1}, across{1, d.n};
+  eigen_rows r;
   for (auto _ : s) {
-    const auto e = (x - x.maximum(last).eval().reshape(col).broadcast(across)).exp();
-    y.device(env.dev) = e / e.sum(last).eval().reshape(col).broadcast(across);
+    const auto e = (r.x - r.x.maximum(r.last).eval().reshape(r.col).broadcast(r.across)).exp();
+    r.y.device(r.env.dev) = e / e.sum(r.last).eval().reshape(r.col).broadcast(r.across);
     benchmark::ClobberMemory();
   }
-  check_rows(s, d, softmax_of);
-  bench::set_bytes(s, d.bytes());
+  check_rows(s, r.d, softmax_of);
+  bench::set_bytes(s, r.d.bytes());
 }
 void layer_norm_eigen(benchmark::State& s) {
-  rows_data d(16384, 1024);
-  eigen_env env;
-  emap2 x(d.x.data(), d.m, d.n), y(d.y.data(), d.m, d.n), g(d.gamma.data(), 1, d.n), b(d.beta.data(), 1, d.n);
-  const Eigen::array<int, 1> last{1};
-  const Eigen::array<index_t, 2> col{d.m, 1}, across{1, d.n}, down{d.m, 1};
-  Eigen::Tensor<float, 2, Eigen::RowMajor> mean(d.m, 1), rstd(d.m, 1);
+  eigen_rows r;
+  Eigen::Tensor<float, 2, Eigen::RowMajor> mean(r.d.m, 1), rstd(r.d.m, 1);
   for (auto _ : s) {
-    mean.device(env.dev) = x.mean(last).reshape(col);
-    rstd.device(env.dev) = ((x - mean.broadcast(across)).square().mean(last).reshape(col) + 1e-5f).rsqrt();
-    y.device(env.dev) = (x - mean.broadcast(across)) * rstd.broadcast(across) * g.broadcast(down) + b.broadcast(down);
+    mean.device(r.env.dev) = r.x.mean(r.last).reshape(r.col);
+    rstd.device(r.env.dev) = ((r.x - mean.broadcast(r.across)).square().mean(r.last).reshape(r.col) + 1e-5f).rsqrt();
+    r.y.device(r.env.dev) =
+        (r.x - mean.broadcast(r.across)) * rstd.broadcast(r.across) * r.g.broadcast(r.down) + r.b.broadcast(r.down);
     benchmark::ClobberMemory();
   }
-  bench::set_bytes(s, d.bytes());
+  bench::set_bytes(s, r.d.bytes());
 }
 void layer_norm_eigen_fused(benchmark::State& s) {
-  rows_data d(16384, 1024);
-  eigen_env env;
-  emap2 x(d.x.data(), d.m, d.n), y(d.y.data(), d.m, d.n), g(d.gamma.data(), 1, d.n), b(d.beta.data(), 1, d.n);
-  const Eigen::array<int, 1> last{1};
-  const Eigen::array<index_t, 2> col{d.m, 1}, across{1, d.n}, down{d.m, 1};
+  eigen_rows r;
   for (auto _ : s) {
-    const auto centred = x - x.mean(last).eval().reshape(col).broadcast(across);
-    const auto rstd = (centred.square().mean(last).eval().reshape(col) + 1e-5f).rsqrt().broadcast(across);
-    y.device(env.dev) = centred * rstd * g.broadcast(down) + b.broadcast(down);
+    const auto centred = r.x - r.x.mean(r.last).eval().reshape(r.col).broadcast(r.across);
+    const auto rstd = (centred.square().mean(r.last).eval().reshape(r.col) + 1e-5f).rsqrt().broadcast(r.across);
+    r.y.device(r.env.dev) = centred * rstd * r.g.broadcast(r.down) + r.b.broadcast(r.down);
     benchmark::ClobberMemory();
   }
-  check_rows(s, d, layer_norm_of);
-  bench::set_bytes(s, d.bytes());
+  check_rows(s, r.d, layer_norm_of);
+  bench::set_bytes(s, r.d.bytes());
 }
 void sum_squares_eigen(benchmark::State& s) {
   sum_data d;
