@@ -157,15 +157,19 @@ class stream_prefetch : prefetch_leaves<R> {
   }
   // While set, ahead() also carries `next` along (the row kernel's next row).
   void follow(row_prefetch<R>* next) { next_ = next; }
+  // While set (>= 0), ahead() asks for the elements `elements` further along the row instead of
+  // prefetch_distance_bytes ahead: the next block of an online pass (row_online.hpp).
+  void lead(index_t elements) { lead_ = elements; }
 
   // Asks for what elements [i, i + n) of the row will read prefetch_distance_bytes later.
   FUSE_INLINE void ahead(index_t i, index_t n) const {
     if (next_ != nullptr) next_->ahead(i, n);
     for (int k = 0; k < this->count_; ++k) {
       const index_t eb = this->leaf_[k].elem_bytes;
+      const index_t from = lead_ >= 0 ? (i + lead_) * eb : i * eb + prefetch_distance_bytes;
       // Integer addresses: the lines ahead may lie past the array (a prefetch never faults, but
       // a pointer formed there would be undefined behaviour).
-      const std::uintptr_t p = reinterpret_cast<std::uintptr_t>(row_[k]) + std::uintptr_t(i * eb + prefetch_distance_bytes);
+      const std::uintptr_t p = reinterpret_cast<std::uintptr_t>(row_[k]) + std::uintptr_t(from);
       for (index_t off = 0; off < n * eb; off += 64) __builtin_prefetch(reinterpret_cast<const void*>(p + std::uintptr_t(off)), 0, 3);
     }
   }
@@ -173,6 +177,7 @@ class stream_prefetch : prefetch_leaves<R> {
  private:
   const char* row_[prefetch_leaves<R>::capacity] = {};
   row_prefetch<R>* next_ = nullptr;
+  index_t lead_ = -1;
 };
 
 }  // namespace fuse::detail

@@ -4,7 +4,8 @@
 // thousand elements stays in L1/L2 between phases, so memory sees one read and one write.
 // With fewer rows than threads (a full reduction, a single long row), each row is split across
 // the threads instead, phase by phase. A phase whose expensive operand the epilogue repeats
-// (softmax's exp(x - max)) stores it in a row buffer for the epilogue (row_cache.hpp).
+// (softmax's exp(x - max)) stores it in a row buffer for the epilogue (row_cache.hpp). On rows over
+// 16 KiB, softmax's max and sum(exp(x - max)) share one pass (row_online.hpp).
 #pragma once
 
 #include <algorithm>
@@ -17,125 +18,12 @@
 #include "fuse/backend/cpu/executor.hpp"
 #include "fuse/backend/cpu/row_cache.hpp"
 #include "fuse/backend/cpu/prefetch.hpp"
+#include "fuse/backend/cpu/row_online.hpp"
+#include "fuse/backend/cpu/row_reduce.hpp"
 #include "fuse/core/row_iteration.hpp"
 #include "fuse/core/shared_subtree.hpp"
 
 namespace fuse::detail {
-
-// Reductions accumulate blocks of this many elements in Acc, then blocks in the wider total type.
-// (Overridable so that tests can cross block boundaries on short rows.)
-#ifndef FUSE_ROW_BLOCK_ELEMENTS
-#define FUSE_ROW_BLOCK_ELEMENTS 4096
-#endif
-inline constexpr index_t block_elements = FUSE_ROW_BLOCK_ELEMENTS;
-
-// Ops with a cheaper combine that is right on NaN-free data (max, min: see reduce.hpp).
-template <class Op, class Acc>
-concept has_finite_combine = std::is_floating_point_v<Acc> && requires(Acc a) { Op::finite_combine(a, a); };
-
-// f(a[0], a[1], ..., a[W-1]) combined pairwise, in place. Not in lane order: that would be a
-// chain of W dependent scalar ops (the compiler may not reorder float adds), which cost softmax's
-// max phase ~130 cycles per block.
-template <int W, class Acc, class F>
-FUSE_INLINE Acc fold_pairwise(Acc* a, F f) {
-  for (int w = W / 2; w > 0; w /= 2)
-    for (int l = 0; l < w; ++l) a[l] = f(a[l], a[l + w]);
-  return a[0];
-}
-
-// Elements [b, e) of the current row folded with Op (W lanes, so that the compiler vectorises and
-// the latency of combine is hidden); with a buffer, also stores each element there (for the
-// epilogue, see row_cache.hpp). Finite: combines with Op::finite_combine and sums v on the side
-// (one add), which ends infinite or NaN when some v is NaN or infinite (or, rarely, when the sum
-// overflows); then `clean` says whether the result can be used (otherwise the caller repeats the
-// block with Op::combine, exactly). pf asks for the row's long inputs ahead (prefetch.hpp).
-template <class Op, class Acc, bool Unit, bool Finite, class Ev, class Store, std::size_t R>
-Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean, const stream_prefetch<R>& pf) {
-  constexpr int W = sizeof(Acc) >= 8 ? 16 : 32;  // two 64-byte registers of lanes
-  Acc lane[W], probe[W];
-  for (int l = 0; l < W; ++l) lane[l] = Op::template identity<Acc>(), probe[l] = Acc(0);
-  index_t i = b;
-  while (i + W <= e) {
-    const index_t stop = std::min(e, i + 8 * W);
-    pf.ahead(i, stop - i);
-    for (; i + W <= stop; i += W) {
-      FUSE_SIMD_LOOP
-      for (int l = 0; l < W; ++l) {
-        const auto v = ev.template at<Unit>(i + l);
-        if constexpr (!std::is_null_pointer_v<Store>) store[i + l] = v;
-        if constexpr (Finite) {
-          lane[l] = Op::finite_combine(lane[l], static_cast<Acc>(v));
-          probe[l] += static_cast<Acc>(v);
-        } else {
-          lane[l] = Op::combine(lane[l], static_cast<Acc>(v));
-        }
-      }
-    }
-  }
-  for (; i < e; ++i) {
-    const auto v = ev.template at<Unit>(i);
-    if constexpr (!std::is_null_pointer_v<Store>) store[i] = v;
-    if constexpr (Finite) probe[0] += static_cast<Acc>(v);
-    lane[0] = Op::combine(lane[0], static_cast<Acc>(v));
-  }
-  if constexpr (Finite) {
-    // Any order detects a NaN or an infinity.
-    const Acc sum = fold_pairwise<W>(probe, [](Acc x, Acc y) { return x + y; });
-    clean = sum - sum == Acc(0);  // false for inf and NaN
-    // A clean block holds no NaN (the tail above is probed too), so the lanes combine with the
-    // cheap form as well; an unclean block's result is discarded (the caller repeats it).
-    return fold_pairwise<W>(lane, [](Acc x, Acc y) { return Op::finite_combine(x, y); });
-  } else {
-    return fold_pairwise<W>(lane, [](Acc x, Acc y) { return Op::combine(x, y); });
-  }
-}
-
-// Reduces elements [begin, end) of the current row of ev with Op, block by block (float sums in
-// float lanes per block of block_elements, blocks combined in double).
-template <class Op, class Acc, bool Unit, class Ev, std::size_t R, class Store = std::nullptr_t>
-typename Op::template total_t<Acc> reduce_range(const Ev& row_ev, index_t begin, index_t end, const stream_prefetch<R>& pf,
-                                                Store store = nullptr) {
-  // A private copy: its members (row pointers, per-row constants) cannot alias anything written.
-  const Ev ev = row_ev;
-  using Total = typename Op::template total_t<Acc>;
-  Total total = Op::template identity<Total>();
-  for (index_t b = begin; b < end; b += block_elements) {
-    const index_t e = std::min(end, b + block_elements);
-    bool clean = true;
-    Acc block;
-    if constexpr (has_finite_combine<Op, Acc>) {
-      block = reduce_block<Op, Acc, Unit, true>(ev, b, e, store, clean, pf);
-      if (!clean) block = reduce_block<Op, Acc, Unit, false>(ev, b, e, nullptr, clean, pf);  // a NaN or inf: exact
-    } else {
-      block = reduce_block<Op, Acc, Unit, false>(ev, b, e, store, clean, pf);
-    }
-    total = Op::combine(total, static_cast<Total>(block));
-  }
-  return total;
-}
-
-// Phase p over elements [begin, end) of the row at idx; `shared`: the sharing plan of its operand.
-template <bool Unit, class Phase, std::size_t R, class Store = std::nullptr_t>
-auto reduce_row(const Phase& p, const shared_plan& shared, const index_t* shape, std::size_t inner_first, index_t* idx,
-                index_t begin, index_t end, stream_prefetch<R>& pf, Store store = nullptr) {
-  using Op = typename Phase::op;
-  using Acc = typename Phase::acc_type;
-  auto total = Op::template identity<typename Op::template total_t<Acc>>();
-  if (begin >= end) return total;  // an empty row (its operand may have no memory: do not seek)
-  // Sub-rows: every combination of the row axes but the last.
-  index_t sub = 1;
-  for (std::size_t d = inner_first; d < R - 1; ++d) sub *= shape[d];
-  with_shared(p.child, shared, [&](const auto& operand) {
-    auto child = operand;
-    for (index_t s = 0; s < sub; ++s) {
-      unflatten(s, shape, inner_first, R - 1, idx);
-      child.seek(idx);
-      pf.seek(idx);
-      total = Op::combine(total, reduce_range<Op, Acc, Unit>(child, begin, end, pf, store));  // store: one sub-row
-    }
-  });
-  return total;
-}
 
 // The sharing plan of every phase's operand (alias: the kernel's repeated phases).
 template <class Phases>
@@ -215,15 +103,30 @@ int spread_pass(const It& it, bool stream) {
 
 // One row: phases, then the epilogue. idx holds the row's outer index. Phase Cached (if >= 0)
 // also stores its operand in buf. next (if not null): the next row, asked for along pass `spread`.
+// online (if not null): the online pair runs as one pass (row_online.hpp).
 template <bool Unit, int Cached = -1, class It, class Ev, class Phases, class Buf = std::nullptr_t>
 void run_row(const It& it, Ev& ev, Phases& phases, const shared_plan* shared, row_slot* slots, index_t* idx, bool stream,
-             stream_prefetch<It::rank>& pf, row_prefetch<It::rank>* next, int spread, Buf buf = nullptr) {
+             stream_prefetch<It::rank>& pf, row_prefetch<It::rank>* next, int spread, online_rows<It::rank>* online,
+             Buf buf = nullptr) {
   constexpr std::size_t R = It::rank;
+  // (A variable template, not a local constant: nvcc does not see a captured one as constant.)
+  constexpr const online_pair_t& pair = online_pair_v<Phases>;
   const index_t n = it.shape[R - 1];
+  bool paired = false;  // the pair ran online: its slots are written
   [&]<std::size_t... K>(std::index_sequence<K...>) {
     auto phase = [&]<std::size_t k>(std::integral_constant<std::size_t, k>) {
       auto& p = get<k>(phases);
       using P = std::remove_cvref_t<decltype(p)>;
+      if constexpr (Unit && int(k) == online_pair_v<Phases>.max_phase) {
+        pf.follow(nullptr);
+        if (online != nullptr && run_online_pair<Unit>(it, phases, shared, slots, idx, pf, *online, buf)) {
+          paired = true;
+          return;
+        }
+      }
+      if constexpr (int(k) == online_pair_v<Phases>.sum_phase) {
+        if (paired) return;
+      }
       if (it.alias[k] >= 0) {
         copy_alias_slot<P::slot>(phases, slots, it.alias[k]);
       } else {
@@ -238,7 +141,20 @@ void run_row(const It& it, Ev& ev, Phases& phases, const shared_plan* shared, ro
     (phase(std::integral_constant<std::size_t, K>{}), ...);
   }(std::make_index_sequence<Phases::size>{});
   pf.follow(spread == int(Phases::size) ? next : nullptr);
-  write_row<Unit>(it, ev, idx, 0, n, stream, pf);
+  bool written = false;
+  if constexpr (Cached >= 0 && Cached == pair.sum_phase) {
+    if (paired && !it.root_reduction) {
+      // The buffer holds exp(x - m_b) per block: each block is rescaled just before it is written.
+      const double m = read_slot<double>(slots[std::remove_cvref_t<decltype(get<std::size_t(pair.max_phase)>(phases))>::slot]);
+      for (index_t b = 0; b < n; b += block_elements) {
+        const index_t e = std::min(n, b + block_elements);
+        rescale_block(buf, b, e, online->block_max[std::size_t(b / block_elements)], m);
+        write_row<Unit>(it, ev, idx, b, e, stream, pf);
+      }
+      written = true;
+    }
+  }
+  if (!written) write_row<Unit>(it, ev, idx, 0, n, stream, pf);
   pf.follow(nullptr);
   if (next != nullptr) next->finish(n);
 }
@@ -249,8 +165,9 @@ struct aligned_delete {
 };
 
 // Rows [first, last); phase Cached (>= 0) shares its operand with the epilogue through a buffer.
+// online: the pair runs as one pass (row_online.hpp).
 template <bool Unit, int Cached, class It>
-void run_rows_with(const It& it, index_t first, index_t last, bool stream) {
+void run_rows_with(const It& it, index_t first, index_t last, bool stream, bool online) {
   constexpr std::size_t R = It::rank;
   auto phases = it.phases;
   row_slot slots[It::phase_count > 0 ? It::phase_count : 1] = {};
@@ -260,6 +177,8 @@ void run_rows_with(const It& it, index_t first, index_t last, bool stream) {
   stream_prefetch<R> ahead(it, it.unit, prefetch_max_row_bytes);
   const int spread = spread_pass(it, stream);
   const auto phase_shared = phase_shared_plans(phases, it.alias);
+  std::unique_ptr<online_rows<R>> online_state;
+  if (online) online_state = std::make_unique<online_rows<R>>(it);
   auto rows = [&](const auto& epilogue, auto buf) {
     with_shared(epilogue, plan_shared(epilogue, it.alias), [&](const auto& e) {
       auto ev = e;
@@ -269,7 +188,7 @@ void run_rows_with(const It& it, index_t first, index_t last, bool stream) {
         const bool has_next = o + 1 < last && prefetch.size() > 0;
         if (has_next) unflatten(o + 1, it.shape, 0, it.inner_first, next), prefetch.seek(next);
         run_row<Unit, Cached>(it, ev, phases, phase_shared.data(), slots, idx, stream, ahead, has_next ? &prefetch : nullptr,
-                              spread, buf);
+                              spread, online_state.get(), buf);
       }
     });
   };
@@ -286,14 +205,14 @@ void run_rows_with(const It& it, index_t first, index_t last, bool stream) {
   }
 }
 
-// reuse: may_cache(it), decided once per kernel.
+// reuse: may_cache(it), online: may_online(it), decided once per kernel.
 template <bool Unit, class It>
-void run_rows(const It& it, index_t first, index_t last, bool reuse, bool stream) {
+void run_rows(const It& it, index_t first, index_t last, bool reuse, bool stream, bool online) {
   constexpr int cached = cached_phase<decltype(it.eval), decltype(it.phases)>();
   if constexpr (Unit && cached >= 0) {
-    if (reuse) return run_rows_with<Unit, cached>(it, first, last, stream);
+    if (reuse) return run_rows_with<Unit, cached>(it, first, last, stream, online);
   }
-  run_rows_with<Unit, -1>(it, first, last, stream);
+  run_rows_with<Unit, -1>(it, first, last, stream, Unit && online);
 }
 
 #if defined(_OPENMP)
@@ -384,11 +303,12 @@ void run_row_kernel(const cpu& exec, const It& it) {
   if (rows == 0) return;
   const bool reuse = may_cache(it);
   const bool stream = streams(it);
+  const bool online = may_online(it);
   [[maybe_unused]] const int threads = threads_for(exec, rows * std::max<index_t>(it.row_elements(), 1));
   auto body = [&](index_t t, index_t nt) {
     const index_t b = rows * t / nt, e = rows * (t + 1) / nt;
-    if (it.unit) run_rows<true>(it, b, e, reuse, stream);
-    else run_rows<false>(it, b, e, reuse, stream);
+    if (it.unit) run_rows<true>(it, b, e, reuse, stream, online);
+    else run_rows<false>(it, b, e, reuse, stream, false);
     publish_streamed(stream);
   };
 #if defined(_OPENMP)
@@ -413,7 +333,7 @@ void run_row_kernel_generic(const cpu& exec, const It& it) {
 #if defined(_OPENMP)
   if (threads > 1 && rows < threads) return run_split_rows<false>(it, threads, false);
 #endif
-  run_threads(threads, [&](index_t t, index_t nt) { run_rows<false>(it, rows * t / nt, rows * (t + 1) / nt, false, false); });
+  run_threads(threads, [&](index_t t, index_t nt) { run_rows<false>(it, rows * t / nt, rows * (t + 1) / nt, false, false, false); });
 }
 
 }  // namespace fuse::detail

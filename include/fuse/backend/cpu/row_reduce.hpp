@@ -1,0 +1,131 @@
+// fuse/backend/cpu/row_reduce.hpp - the CPU row kernel's reductions: a phase over a range of the
+// row, in SIMD lanes per block (several accumulators hide the combine's latency), float blocks
+// combined in double; NaN and infinities handled exactly (reduce_block).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <type_traits>
+
+#include "fuse/backend/cpu/prefetch.hpp"
+#include "fuse/core/row_iteration.hpp"
+#include "fuse/core/shared_subtree.hpp"
+
+namespace fuse::detail {
+
+// Reductions accumulate blocks of this many elements in Acc, then blocks in the wider total type.
+// (Overridable so that tests can cross block boundaries on short rows.)
+#ifndef FUSE_ROW_BLOCK_ELEMENTS
+#define FUSE_ROW_BLOCK_ELEMENTS 4096
+#endif
+inline constexpr index_t block_elements = FUSE_ROW_BLOCK_ELEMENTS;
+
+// Ops with a cheaper combine that is right on NaN-free data (max, min: see reduce.hpp).
+template <class Op, class Acc>
+concept has_finite_combine = std::is_floating_point_v<Acc> && requires(Acc a) { Op::finite_combine(a, a); };
+
+// f(a[0], a[1], ..., a[W-1]) combined pairwise, in place. Not in lane order: that would be a
+// chain of W dependent scalar ops (the compiler may not reorder float adds), which cost softmax's
+// max phase ~130 cycles per block.
+template <int W, class Acc, class F>
+FUSE_INLINE Acc fold_pairwise(Acc* a, F f) {
+  for (int w = W / 2; w > 0; w /= 2)
+    for (int l = 0; l < w; ++l) a[l] = f(a[l], a[l + w]);
+  return a[0];
+}
+
+// Elements [b, e) of the current row folded with Op (W lanes, so that the compiler vectorises and
+// the latency of combine is hidden); with a buffer, also stores each element there (for the
+// epilogue, see row_cache.hpp). Finite: combines with Op::finite_combine and sums v on the side
+// (one add), which ends infinite or NaN when some v is NaN or infinite (or, rarely, when the sum
+// overflows); then `clean` says whether the result can be used (otherwise the caller repeats the
+// block with Op::combine, exactly). pf asks for the row's long inputs ahead (prefetch.hpp).
+template <class Op, class Acc, bool Unit, bool Finite, class Ev, class Store, std::size_t R>
+Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean, const stream_prefetch<R>& pf) {
+  constexpr int W = sizeof(Acc) >= 8 ? 16 : 32;  // two 64-byte registers of lanes
+  Acc lane[W], probe[W];
+  for (int l = 0; l < W; ++l) lane[l] = Op::template identity<Acc>(), probe[l] = Acc(0);
+  index_t i = b;
+  while (i + W <= e) {
+    const index_t stop = std::min(e, i + 8 * W);
+    pf.ahead(i, stop - i);
+    for (; i + W <= stop; i += W) {
+      FUSE_SIMD_LOOP
+      for (int l = 0; l < W; ++l) {
+        const auto v = ev.template at<Unit>(i + l);
+        if constexpr (!std::is_null_pointer_v<Store>) store[i + l] = v;
+        if constexpr (Finite) {
+          lane[l] = Op::finite_combine(lane[l], static_cast<Acc>(v));
+          probe[l] += static_cast<Acc>(v);
+        } else {
+          lane[l] = Op::combine(lane[l], static_cast<Acc>(v));
+        }
+      }
+    }
+  }
+  for (; i < e; ++i) {
+    const auto v = ev.template at<Unit>(i);
+    if constexpr (!std::is_null_pointer_v<Store>) store[i] = v;
+    if constexpr (Finite) probe[0] += static_cast<Acc>(v);
+    lane[0] = Op::combine(lane[0], static_cast<Acc>(v));
+  }
+  if constexpr (Finite) {
+    // Any order detects a NaN or an infinity.
+    const Acc sum = fold_pairwise<W>(probe, [](Acc x, Acc y) { return x + y; });
+    clean = sum - sum == Acc(0);  // false for inf and NaN
+    // A clean block holds no NaN (the tail above is probed too), so the lanes combine with the
+    // cheap form as well; an unclean block's result is discarded (the caller repeats it).
+    return fold_pairwise<W>(lane, [](Acc x, Acc y) { return Op::finite_combine(x, y); });
+  } else {
+    return fold_pairwise<W>(lane, [](Acc x, Acc y) { return Op::combine(x, y); });
+  }
+}
+
+// Reduces elements [begin, end) of the current row of ev with Op, block by block (float sums in
+// float lanes per block of block_elements, blocks combined in double).
+template <class Op, class Acc, bool Unit, class Ev, std::size_t R, class Store = std::nullptr_t>
+typename Op::template total_t<Acc> reduce_range(const Ev& row_ev, index_t begin, index_t end, const stream_prefetch<R>& pf,
+                                                Store store = nullptr) {
+  // A private copy: its members (row pointers, per-row constants) cannot alias anything written.
+  const Ev ev = row_ev;
+  using Total = typename Op::template total_t<Acc>;
+  Total total = Op::template identity<Total>();
+  for (index_t b = begin; b < end; b += block_elements) {
+    const index_t e = std::min(end, b + block_elements);
+    bool clean = true;
+    Acc block;
+    if constexpr (has_finite_combine<Op, Acc>) {
+      block = reduce_block<Op, Acc, Unit, true>(ev, b, e, store, clean, pf);
+      if (!clean) block = reduce_block<Op, Acc, Unit, false>(ev, b, e, nullptr, clean, pf);  // a NaN or inf: exact
+    } else {
+      block = reduce_block<Op, Acc, Unit, false>(ev, b, e, store, clean, pf);
+    }
+    total = Op::combine(total, static_cast<Total>(block));
+  }
+  return total;
+}
+
+// Phase p over elements [begin, end) of the row at idx; `shared`: the sharing plan of its operand.
+template <bool Unit, class Phase, std::size_t R, class Store = std::nullptr_t>
+auto reduce_row(const Phase& p, const shared_plan& shared, const index_t* shape, std::size_t inner_first, index_t* idx,
+                index_t begin, index_t end, stream_prefetch<R>& pf, Store store = nullptr) {
+  using Op = typename Phase::op;
+  using Acc = typename Phase::acc_type;
+  auto total = Op::template identity<typename Op::template total_t<Acc>>();
+  if (begin >= end) return total;  // an empty row (its operand may have no memory: do not seek)
+  // Sub-rows: every combination of the row axes but the last.
+  index_t sub = 1;
+  for (std::size_t d = inner_first; d < R - 1; ++d) sub *= shape[d];
+  with_shared(p.child, shared, [&](const auto& operand) {
+    auto child = operand;
+    for (index_t s = 0; s < sub; ++s) {
+      unflatten(s, shape, inner_first, R - 1, idx);
+      child.seek(idx);
+      pf.seek(idx);
+      total = Op::combine(total, reduce_range<Op, Acc, Unit>(child, begin, end, pf, store));  // store: one sub-row
+    }
+  });
+  return total;
+}
+
+}  // namespace fuse::detail

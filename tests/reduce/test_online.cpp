@@ -1,0 +1,88 @@
+// Online softmax (cpu/row_online.hpp): rows longer than 16 KiB take max and sum(exp(x - max)) in
+// one pass, block by block, rescaling the running sum and the buffered exponentials whenever the
+// running max rises. Rows built so that it rises in every block (or never after the first),
+// starts with blocks of -inf, or meets NaN and +inf late, against a double reference.
+#include "reduce_support.hpp"
+
+using namespace rt;
+
+namespace {
+
+constexpr float inf = std::numeric_limits<float>::infinity();
+
+// softmax of row r of x [m, n] in double.
+std::vector<double> softmax_row(const fuse::tensor<float, 2>& x, index_t r) {
+  const index_t n = x.extent(1);
+  std::vector<double> row(x.data() + r * n, x.data() + (r + 1) * n);
+  const double mx = ref_max(row);
+  double s = 0;
+  for (double v : row) s += std::exp(v - mx);
+  for (double& v : row) v = std::exp(v - mx) / s;
+  return row;
+}
+
+// Rows of 3 blocks (4096 floats) and a SIMD tail: noise plus a trend, so that the running max
+// rises block after block (or is set by the first block), -inf over the first 1.5 blocks, NaN or
+// +inf in the last block, every element -inf.
+fuse::tensor<float, 2> patterned_rows(index_t n) {
+  auto x = random<float, 2>({7, n}, 11, -4, 4);
+  for (index_t i = 0; i < n; ++i) {
+    x(0, i) += 0.002f * float(i);  // rising: each block's max above the last
+    x(1, i) -= 0.002f * float(i);  // falling: the first block holds the max
+    if (i < 6000) x(2, i) = -inf;  // leading -inf blocks, finite after
+    x(6, i) = -inf;                // all -inf: NaN, as NumPy
+  }
+  x(3, n - 5) = std::numeric_limits<float>::quiet_NaN();  // NaN late: a NaN row
+  x(4, n - 3000) = inf;                                   // +inf late: a NaN row (inf - inf)
+  x(5, n - 1) = 60.f;                                     // one large logit at the very end
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("online softmax over long rows: rising, falling, -inf, NaN and +inf, against the reference") {
+  for (index_t n : {index_t(4097), index_t(3 * 4096 + 17), index_t(70001)}) {
+    CAPTURE(n);
+    const auto x = patterned_rows(n);
+    auto y = fuse::eval(fuse::softmax(x, fuse::axis<-1>));
+    auto ly = fuse::eval(fuse::log_softmax(x, fuse::axis<-1>));
+    auto hand = fuse::eval(fuse::exp(x - fuse::max(x, fuse::axis<-1>)) / fuse::sum(fuse::exp(x - fuse::max(x, fuse::axis<-1>)), fuse::axis<-1>));
+    for (index_t r = 0; r < x.extent(0); ++r) {
+      CAPTURE(r);
+      const auto ref = softmax_row(x, r);
+      for (index_t j = 0; j < n; ++j) {
+        REQUIRE(close(y(r, j), ref[j], 2e-5, 1e-30));
+        REQUIRE(close(hand(r, j), ref[j], 2e-5, 1e-30));
+        const double lref = std::log(ref[j]);
+        if (std::isinf(lref)) REQUIRE(ly(r, j) == float(lref));
+        else REQUIRE(close(ly(r, j), lref, 2e-5, 2e-5));
+      }
+    }
+  }
+}
+
+TEST_CASE("online softmax through strided and misaligned views and a misaligned destination") {
+  const index_t m = 5, n = 9000;
+  auto base = random<float, 2>({m, 2 * n + 1}, 12, -6, 6);
+  for (index_t r = 0; r < m; ++r)
+    for (index_t i = 0; i < 2 * n + 1; ++i) base(r, i) += 0.001f * float(i);  // the max rises along the row
+  // Every other element (strided: the three-pass kernel) and a window starting one float in.
+  auto strided = fuse::slice<1>(base, 0, 2 * n, 2);
+  auto window = fuse::slice<1>(base, 1, n + 1);
+  std::vector<float> storage(std::size_t(m * n) + 1, -1.f);
+  auto y = fuse::view(storage.data() + 1, m, n);
+  for (int which = 0; which < 2; ++which) {
+    CAPTURE(which);
+    if (which == 0) fuse::assign(y, fuse::softmax(strided, fuse::axis<-1>));
+    else fuse::assign(y, fuse::softmax(window, fuse::axis<-1>));
+    CHECK(storage[0] == -1.f);
+    for (index_t r = 0; r < m; ++r) {
+      std::vector<double> row(static_cast<std::size_t>(n));
+      for (index_t j = 0; j < n; ++j) row[std::size_t(j)] = which == 0 ? base(r, 2 * j) : base(r, j + 1);
+      const double mx = ref_max(row);
+      double s = 0;
+      for (double v : row) s += std::exp(v - mx);
+      for (index_t j = 0; j < n; ++j) REQUIRE(close(y(r, j), std::exp(row[std::size_t(j)] - mx) / s, 2e-5, 1e-30));
+    }
+  }
+}
