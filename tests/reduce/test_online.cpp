@@ -86,3 +86,35 @@ TEST_CASE("online softmax through strided and misaligned views and a misaligned 
     }
   }
 }
+
+TEST_CASE("online mean and variance over long rows: layer norm, var and the hand-written form, mean 1e3, NaN and inf") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (index_t n : {index_t(4097), index_t(3 * 4096 + 17), index_t(70001)}) {
+    CAPTURE(n);
+    auto x = random<float, 2>({5, n}, 13, -2, 2);
+    for (index_t i = 0; i < n; ++i) {
+      x(0, i) += 1000.f;              // mean 1e3: cancellation if squares were summed about 0
+      x(1, i) += 0.001f * float(i);   // a trend: the blocks' means differ
+    }
+    x(3, n - 7) = nan;  // NaN late: a NaN row
+    x(4, n / 2) = inf;  // inf: NaN (inf - inf)
+    auto gamma = random<float, 1>({n}, 14, 0.5, 1.5);
+    auto beta = random<float, 1>({n}, 15, -1, 1);
+    auto y = fuse::eval(fuse::layer_norm(x, gamma, beta));
+    auto v = fuse::eval(fuse::var(x, fuse::axis<-1>));
+    auto centred = x - fuse::mean(x, fuse::axis<-1>);
+    auto hand = fuse::eval(centred / fuse::sqrt(fuse::mean(fuse::square(centred), fuse::axis<-1>) + 1e-5f));
+    for (index_t r = 0; r < x.extent(0); ++r) {
+      CAPTURE(r);
+      const std::vector<double> row(x.data() + r * n, x.data() + (r + 1) * n);
+      const double mu = ref_mean(row), var = ref_var(row);
+      REQUIRE(close(v(r, 0), var, 1e-5, 1e-9));
+      const double inv = 1 / std::sqrt(var + 1e-5);
+      for (index_t j = 0; j < n; ++j) {
+        const double z = (row[std::size_t(j)] - mu) * inv;
+        REQUIRE(close(y(r, j), z * gamma(j) + beta(j), 2e-4, 2e-4));
+        REQUIRE(close(hand(r, j), z, 2e-4, 2e-4));
+      }
+    }
+  }
+}

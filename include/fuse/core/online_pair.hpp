@@ -5,13 +5,17 @@
 // pass (online softmax: Milakov and Gimelshein, 2018) because a sum of exponentials can be
 // rescaled when the shift changes: sum(exp(a - m')) = exp(m - m') * sum(exp(a - m)). The kernel
 // takes a block's max, raises the running max, rescales the running sum, and adds the block's
-// exponentials while the block is still in L1 (cpu/row_online.hpp).
+// exponentials while the block is still in L1 (cpu/row_online.hpp). Layer norm's mean and
+// variance, mean(a) then mean(square(a - mean)), pair the same way: each block's sum of squared
+// deviations from its own mean, combined across blocks with the blocks' means (Chan, Golub and
+// LeVeque's update, the parallel form of Welford's).
 //
-// The pair is found in the phases' evaluator types, so the hand-written form qualifies as well as
-// fuse::softmax, log_softmax and logsumexp: a sum phase J whose operand is exp(A - slot K2), where
-// phase K2 is a max of an operand shaped like A. Phase K0 is the first phase shaped like K2: the
-// kernel computes that one (a repeated max aliases it). At run time the operands must be the same
-// values (same_value) and K2 must alias K0 (online_pair_holds).
+// The pair is found in the phases' evaluator types, so hand-written forms qualify as well as
+// fuse::softmax, log_softmax, layer_norm and var: a phase J whose operand is f(A - slot K2) -
+// exp (either form) under a sum, square under a mean - where phase K2 is a max (a mean) of an
+// operand shaped like A. Phase K0 is the first phase shaped like K2: the kernel computes that one
+// (a repeated reduction aliases it). At run time the operands must be the same values
+// (same_value) and K2 must alias K0 (online_pair_holds).
 #pragma once
 
 #include <cstddef>
@@ -25,12 +29,18 @@
 
 namespace fuse::detail {
 
-// exp(A - slot K), with exp either form; operand: A's evaluator type.
+enum class online_kind { none, softmax, variance };
+
+// f(A - slot K) with f exp (either form) or square; operand: A's evaluator type.
 template <class Ev>
-struct exp_of_shift : std::false_type {};
+struct fn_of_shift {
+  static constexpr online_kind kind = online_kind::none;
+};
 template <class R, class C, class F, class R2, class C2, class A, class T, std::size_t K>
-  requires(std::is_same_v<F, fn::exp> || std::is_same_v<F, fn::exp_nonpositive>)
-struct exp_of_shift<map_eval<R, C, F, map_eval<R2, C2, fn::sub, A, slot_eval<T, K>>>> : std::true_type {
+struct fn_of_shift<map_eval<R, C, F, map_eval<R2, C2, fn::sub, A, slot_eval<T, K>>>> {
+  static constexpr online_kind kind = std::is_same_v<F, fn::exp> || std::is_same_v<F, fn::exp_nonpositive> ? online_kind::softmax
+                                      : std::is_same_v<F, fn::square>                                      ? online_kind::variance
+                                                                                                           : online_kind::none;
   using operand = A;
   static constexpr std::size_t slot = K;
 };
@@ -38,9 +48,13 @@ struct exp_of_shift<map_eval<R, C, F, map_eval<R2, C2, fn::sub, A, slot_eval<T, 
 template <class Phases, std::size_t K>
 using phase_at_t = std::remove_cvref_t<decltype(get<K>(std::declval<Phases&>()))>;
 
-// Phase P is a max over a floating-point operand.
-template <class P>
-inline constexpr bool is_float_max_v = std::is_base_of_v<max_op, typename P::op> && std::is_floating_point_v<typename P::acc_type>;
+// Phase J (operand kind: fn_of_shift) and the phase K2 it reads, by kind: sum(exp(a - max(a))),
+// mean(square(a - mean(a))); floating-point accumulators.
+template <online_kind Kind, class PJ, class PK>
+inline constexpr bool pairs_v =
+    std::is_floating_point_v<typename PJ::acc_type> && std::is_floating_point_v<typename PK::acc_type> &&
+    ((Kind == online_kind::softmax && std::is_same_v<typename PJ::op, sum_op> && std::is_base_of_v<max_op, typename PK::op>) ||
+     (Kind == online_kind::variance && std::is_same_v<typename PJ::op, mean_op> && std::is_same_v<typename PK::op, mean_op>));
 
 // Phases P and Q compute the same kind of value from operands of the same shape.
 template <class P, class Q>
@@ -50,11 +64,49 @@ inline constexpr bool same_phase_shape_v = std::is_same_v<typename P::op, typena
                                            same_shape<typename P::child_type, typename Q::child_type>::value;
 
 struct online_pair_t {
-  int max_phase = -1;  // K0: the max the kernel computes
-  int read_phase = -1; // K2: the max the sum's operand reads (K0, or a repeat of it)
-  int sum_phase = -1;  // J
+  online_kind kind = online_kind::none;
+  int max_phase = -1;  // K0: the max (mean) the kernel computes
+  int read_phase = -1; // K2: the one phase J's operand reads (K0, or a repeat of it)
+  int sum_phase = -1;  // J: the sum of exponentials (mean of squares)
   constexpr bool found() const { return sum_phase >= 0; }
 };
+
+// The index of the first phase shaped like PK among phases [0, sizeof...(I)).
+template <class Phases, class PK, std::size_t... I>
+constexpr int first_shaped_like(std::index_sequence<I...>) {
+  constexpr bool like[] = {same_phase_shape_v<phase_at_t<Phases, I>, PK>..., false};
+  for (std::size_t i = 0; i < sizeof...(I); ++i)
+    if (like[i]) return int(i);
+  return -1;
+}
+
+// The pair whose second phase is J, or none. (Plain templates, not generic lambdas: g++ 12
+// reused a nested lambda's instantiation across different Phases and missed pairs.)
+template <class Phases, std::size_t J>
+constexpr online_pair_t pair_ending_at() {
+  using PJ = phase_at_t<Phases, J>;
+  using C = typename PJ::child_type;
+  constexpr online_kind kind = fn_of_shift<C>::kind;
+  if constexpr (kind == online_kind::none) {
+    return {};
+  } else {
+    constexpr std::size_t k2 = fn_of_shift<C>::slot;
+    static_assert(phase_at_t<Phases, k2>::slot == k2, "fuse: phases are numbered in slot order");
+    using PK = phase_at_t<Phases, k2>;
+    if constexpr (pairs_v<kind, PJ, PK> && same_shape<typename PK::child_type, typename fn_of_shift<C>::operand>::value)
+      return {kind, first_shaped_like<Phases, PK>(std::make_index_sequence<k2 + 1>{}), int(k2), int(J)};
+    else
+      return {};
+  }
+}
+
+template <class Phases, std::size_t... J>
+constexpr online_pair_t first_pair(std::index_sequence<J...>) {
+  constexpr online_pair_t pairs[] = {pair_ending_at<Phases, J>()..., online_pair_t{}};
+  for (const auto& p : pairs)
+    if (p.found()) return p;
+  return {};
+}
 
 // The first pair in Phases, or none (FUSE_ONLINE_SOFTMAX=0 turns it off, to measure it).
 #ifndef FUSE_ONLINE_SOFTMAX
@@ -62,32 +114,8 @@ struct online_pair_t {
 #endif
 template <class Phases>
 constexpr online_pair_t online_pair() {
-  online_pair_t r;
-  if (!FUSE_ONLINE_SOFTMAX) return r;
-  [&]<std::size_t... J>(std::index_sequence<J...>) {
-    auto try_sum = [&]<std::size_t j>(std::integral_constant<std::size_t, j>) {
-      using PJ = phase_at_t<Phases, j>;
-      using C = typename PJ::child_type;
-      if constexpr (std::is_same_v<typename PJ::op, sum_op> && std::is_floating_point_v<typename PJ::acc_type> &&
-                    exp_of_shift<C>::value) {
-        constexpr std::size_t k2 = exp_of_shift<C>::slot;
-        static_assert(phase_at_t<Phases, k2>::slot == k2, "fuse: phases are numbered in slot order");
-        using PK = phase_at_t<Phases, k2>;
-        if constexpr (is_float_max_v<PK> && same_shape<typename PK::child_type, typename exp_of_shift<C>::operand>::value) {
-          if (r.found()) return;
-          r = {int(k2), int(k2), int(j)};
-          // The first phase shaped like K2 (K2 itself at the latest).
-          [&]<std::size_t... I>(std::index_sequence<I...>) {
-            ((r.max_phase == int(k2) && I < k2 && same_phase_shape_v<phase_at_t<Phases, I>, PK> ? (void)(r.max_phase = int(I))
-                                                                                                  : (void)0),
-             ...);
-          }(std::make_index_sequence<k2>{});
-        }
-      }
-    };
-    (try_sum(std::integral_constant<std::size_t, J>{}), ...);
-  }(std::make_index_sequence<Phases::size>{});
-  return r;
+  if constexpr (!FUSE_ONLINE_SOFTMAX) return {};
+  else return first_pair<Phases>(std::make_index_sequence<Phases::size>{});
 }
 
 template <class Phases>
@@ -104,9 +132,7 @@ bool online_pair_holds(const It& it) {
     constexpr std::size_t k0 = std::size_t(pair.max_phase), k2 = std::size_t(pair.read_phase), j = std::size_t(pair.sum_phase);
     const bool k2_is_k0 = k2 == k0 || it.alias[k2] == int(k0);
     return it.alias[k0] < 0 && it.alias[j] < 0 && k2_is_k0 && get<k0>(it.phases).count == get<j>(it.phases).count &&
-           same_value(get<k0>(it.phases).child, first_occurrence<typename exp_of_shift<phase_child_t<decltype(it.phases), j>>::operand>(
-                                                     get<j>(it.phases).child),
-                      it.alias);
+           same_value(get<k0>(it.phases).child, get<0>(get<0>(get<j>(it.phases).child.args).args), it.alias);
   }
 }
 

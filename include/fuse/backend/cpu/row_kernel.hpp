@@ -5,7 +5,8 @@
 // With fewer rows than threads (a full reduction, a single long row), each row is split across
 // the threads instead, phase by phase. A phase whose expensive operand the epilogue repeats
 // (softmax's exp(x - max)) stores it in a row buffer for the epilogue (row_cache.hpp). On rows over
-// 16 KiB, softmax's max and sum(exp(x - max)) share one pass (row_online.hpp).
+// 16 KiB, softmax's max and sum(exp(x - max)), or layer norm's mean and variance, share one pass
+// (row_online.hpp).
 #pragma once
 
 #include <algorithm>
@@ -142,7 +143,7 @@ void run_row(const It& it, Ev& ev, Phases& phases, const shared_plan* shared, ro
   }(std::make_index_sequence<Phases::size>{});
   pf.follow(spread == int(Phases::size) ? next : nullptr);
   bool written = false;
-  if constexpr (Cached >= 0 && Cached == pair.sum_phase) {
+  if constexpr (pair.kind == online_kind::softmax && Cached >= 0 && Cached == pair.sum_phase) {
     if (paired && !it.root_reduction) {
       // The buffer holds exp(x - m_b) per block: each block is rescaled just before it is written.
       const double m = read_slot<double>(slots[std::remove_cvref_t<decltype(get<std::size_t(pair.max_phase)>(phases))>::slot]);

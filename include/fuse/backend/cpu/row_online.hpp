@@ -1,16 +1,18 @@
-// fuse/backend/cpu/row_online.hpp - softmax's max and sum(exp(x - max)) in one pass over a long
-// row (the pair: core/online_pair.hpp).
+// fuse/backend/cpu/row_online.hpp - two phases of a long row in one pass (the pair:
+// core/online_pair.hpp): softmax's max and sum(exp(x - max)), layer norm's mean and variance.
 //
 // A row longer than row_prefetch covers (prefetch_max_row_bytes) does not stay in L1 between
 // phases, and nothing asks for it ahead while a phase computes: the max pass waits on memory and
-// the exp pass on arithmetic, one after the other. Online, block by block: the block's max raises
-// the running max m (the running sum is rescaled by exp(m_old - m)), then the block's
-// exp(x - m) are summed from L1 while the next block is asked for. The epilogue then reads the
-// row once more. Hand-written AVX2 loops, softmax on 2 threads (Zen 3), 2^24 floats in rows of
-// 2^14 to 2^18: 10.6-11.1 GB/s with three passes, 12.0-12.3 online (docs/performance.md).
+// the exp pass on arithmetic, one after the other. Online, block by block: the block's first
+// reduction (its max, its mean), then its second (exp(x - m) summed, squares about the mean)
+// from L1 while the next block is asked for; the blocks' partial results are combined (the
+// running sum rescaled when the running max rises; Chan et al.'s update for the variance). The
+// epilogue then reads the row once more. Hand-written AVX2 loops, softmax on 2 threads (Zen 3),
+// 2^24 floats in rows of 2^14 to 2^18: 10.6-11.1 GB/s with three passes, 12.0-12.3 online
+// (docs/performance.md).
 //
-// With the row buffer (row_cache.hpp), block b holds exp(x - m_b), m_b the running max when it was
-// summed; the epilogue multiplies each block by exp(m_b - m) just before it writes that block.
+// softmax with the row buffer (row_cache.hpp): block b holds exp(x - m_b), m_b the running max
+// when it was summed; the epilogue multiplies each block by exp(m_b - m) just before it writes it.
 #pragma once
 
 #include <cmath>
@@ -49,10 +51,72 @@ struct online_rows {
       : block_max(std::size_t((it.shape[R - 1] + block_elements - 1) / block_elements)), none(it, false) {}
 };
 
-// The pair's one pass over the row at idx: writes the slots of the max (K0, and K2 which the sum's
-// operand reads) and of the sum (J); with buf, stores the block's exp(x - m_b) there. Returns false
-// when the max is NaN or infinite, or every element is -inf: the caller then runs the two phases
-// as usual (whose exact special values this pass would have to repeat).
+// softmax's pair over a row of n: block by block, the block's max raises the running max m (the
+// running sum is rescaled by exp(m_old - m)), then the block's exp(x - m) are summed (and stored
+// in buf; state.block_max keeps each block's m for the epilogue's rescaling).
+template <bool Unit, class PK, class PJ, class A, class E, class SetShift, std::size_t R, class Buf>
+bool online_softmax(const A& a, const E& e, index_t n, SetShift set_shift, const stream_prefetch<R>& pf, online_rows<R>& state,
+                    Buf buf, row_slot* slots) {
+  using Max = typename PK::acc_type;
+  constexpr Max inf = std::numeric_limits<Max>::infinity();
+  Max m = -inf;
+  typename sum_op::template total_t<typename PJ::acc_type> s = 0;
+  for (index_t b = 0; b < n; b += block_elements) {
+    const index_t end = std::min(n, b + block_elements);
+    const Max mb = PK::op::combine(m, reduce_range<typename PK::op, Max, Unit>(a, b, end, state.none));
+    if (!(mb < inf)) return false;  // NaN or +inf
+    if (mb != m) {
+      if (m != -inf) s *= std::exp(double(m) - double(mb));  // (m = -inf: s is 0)
+      m = mb;
+    }
+    // While every element so far is -inf, the shift is 0: exp(-inf - 0) = 0, so the block adds 0
+    // and stores 0, which its factor exp(-inf - m) = 0 keeps 0.
+    set_shift(typename PK::result_type(m == -inf ? Max(0) : m));
+    state.block_max[std::size_t(b / block_elements)] = double(m);
+    s += reduce_range<sum_op, typename PJ::acc_type, Unit>(e, b, end, pf, buf);
+  }
+  if (m == -inf) return false;
+  set_shift(typename PK::result_type(m));
+  write_slot(slots[PJ::slot], sum_op::template finalize<typename PJ::result_type>(s, n));
+  return true;
+}
+
+// Layer norm's pair over a row of n: block by block, the block's mean c, then its sum of
+// squares about c (in L1); blocks combine by Chan et al.'s update in double. The mean is the
+// sum of the same block sums as the two-pass kernel's, so it is the same value.
+template <bool Unit, class PK, class PJ, class A, class E, class SetShift, std::size_t R>
+bool online_variance(const A& a, const E& e, index_t n, SetShift set_shift, const stream_prefetch<R>& pf, online_rows<R>& state,
+                     row_slot* slots) {
+  double sum = 0, m2 = 0, count = 0;
+  for (index_t b = 0; b < n; b += block_elements) {
+    const index_t end = std::min(n, b + block_elements);
+    const double nb = double(end - b);
+    const double sb = double(reduce_range<typename PK::op, typename PK::acc_type, Unit>(a, b, end, state.none));
+    const double mean_b = sb / nb;
+    const auto c = typename PK::result_type(mean_b);
+    set_shift(c);
+    const double s2 = double(reduce_range<typename PJ::op, typename PJ::acc_type, Unit>(e, b, end, pf));
+    // Squares about c, not about the block's exact mean: sum (x - c)^2 = m2_b + nb (mean_b - c)^2.
+    const double m2_b = std::max(0.0, s2 - nb * (mean_b - double(c)) * (mean_b - double(c)));
+    if (count > 0) {
+      const double delta = mean_b - sum / count;
+      m2 += m2_b + delta * delta * count * nb / (count + nb);
+    } else {
+      m2 = m2_b;
+    }
+    sum += sb;
+    count += nb;
+  }
+  if (!std::isfinite(sum) || !std::isfinite(m2)) return false;
+  set_shift(PK::op::template finalize<typename PK::result_type>(sum, n));
+  write_slot(slots[PJ::slot], PJ::op::template finalize<typename PJ::result_type>(m2, n));
+  return true;
+}
+
+// The pair's one pass over the row at idx: writes the slots of K0 and of K2 (which phase J's
+// operand reads), and of J; softmax with buf also stores the block's exp(x - m_b) there. Returns
+// false when a result is NaN or infinite (or, for softmax, every element is -inf): the caller then
+// runs the two phases as usual (whose exact special values this pass would have to repeat).
 template <bool Unit, class It, class Phases, class Buf>
 bool run_online_pair(const It& it, Phases& phases, const shared_plan* shared, row_slot* slots, const index_t* idx,
                      stream_prefetch<It::rank>& pf, online_rows<It::rank>& state, Buf buf) {
@@ -62,50 +126,27 @@ bool run_online_pair(const It& it, Phases& phases, const shared_plan* shared, ro
   const auto& pj = get<j>(phases);
   using PK = std::remove_cvref_t<decltype(pk)>;
   using PJ = std::remove_cvref_t<decltype(pj)>;
-  using Max = typename PK::acc_type;
-  using Sum = typename sum_op::template total_t<typename PJ::acc_type>;
-  constexpr Max inf = std::numeric_limits<Max>::infinity();
-  const index_t n = it.shape[It::rank - 1];
-  Max m = -inf;
-  Sum s = 0;
-  bool ok = true;
-  auto set_shift = [&](Max shift) {
-    const auto v = PK::op::template finalize<typename PK::result_type>(shift, pk.count);
+  // Writes the value K2 holds while block [b, e) is reduced (the running max, the block's mean).
+  auto set_shift = [&](auto v) {
     write_slot(slots[PK::slot], v);
     write_slot(slots[k2], v);
   };
-  with_shared(pk.child, shared[k0], [&](const auto& max_operand) {
-    with_shared(pj.child, shared[j], [&](const auto& sum_operand) {
-      auto a = max_operand;
-      auto e = sum_operand;
+  const index_t n = it.shape[It::rank - 1];
+  bool ok = true;
+  with_shared(pk.child, shared[k0], [&](const auto& first_operand) {
+    with_shared(pj.child, shared[j], [&](const auto& second_operand) {
+      auto a = first_operand;
+      auto e = second_operand;
       a.seek(idx);
       e.seek(idx);
       pf.seek(idx);
       pf.lead(block_elements);
-      for (index_t b = 0; b < n; b += block_elements) {
-        const index_t end = std::min(n, b + block_elements);
-        const Max mb = PK::op::combine(m, reduce_range<typename PK::op, Max, Unit>(a, b, end, state.none));
-        if (!(mb < inf)) {  // NaN or +inf
-          ok = false;
-          break;
-        }
-        if (mb != m) {
-          if (m != -inf) s *= std::exp(double(m) - double(mb));  // (m = -inf: s is 0)
-          m = mb;
-        }
-        // While every element so far is -inf, the shift is 0: exp(-inf - 0) = 0, so the block
-        // adds 0 and stores 0, which its factor exp(-inf - m) = 0 keeps 0.
-        set_shift(m == -inf ? Max(0) : m);
-        state.block_max[std::size_t(b / block_elements)] = double(m);
-        s += reduce_range<sum_op, typename PJ::acc_type, Unit>(e, b, end, pf, buf);
-      }
+      if constexpr (pair.kind == online_kind::softmax) ok = online_softmax<Unit, PK, PJ>(a, e, n, set_shift, pf, state, buf, slots);
+      else ok = online_variance<Unit, PK, PJ>(a, e, n, set_shift, pf, state, slots);
       pf.lead(-1);
     });
   });
-  if (!ok || m == -inf) return false;
-  set_shift(m);
-  write_slot(slots[PJ::slot], sum_op::template finalize<typename PJ::result_type>(s, pj.count));
-  return true;
+  return ok;
 }
 
 // Before the epilogue writes block [b, e): its buffered exp(x - m_b) times exp(m_b - m).
