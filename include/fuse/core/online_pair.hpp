@@ -108,13 +108,13 @@ constexpr online_pair_t first_pair(std::index_sequence<J...>) {
   return {};
 }
 
-// The first pair in Phases, or none (FUSE_ONLINE_SOFTMAX=0 turns it off, to measure it).
-#ifndef FUSE_ONLINE_SOFTMAX
-#define FUSE_ONLINE_SOFTMAX 1
+// The first pair in Phases, or none (FUSE_ONLINE_PAIRS=0 turns it off, to measure it).
+#ifndef FUSE_ONLINE_PAIRS
+#define FUSE_ONLINE_PAIRS 1
 #endif
 template <class Phases>
 constexpr online_pair_t online_pair() {
-  if constexpr (!FUSE_ONLINE_SOFTMAX) return {};
+  if constexpr (!FUSE_ONLINE_PAIRS) return {};
   else return first_pair<Phases>(std::make_index_sequence<Phases::size>{});
 }
 
