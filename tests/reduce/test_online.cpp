@@ -1,7 +1,9 @@
-// Online softmax (cpu/row_online.hpp): rows longer than 16 KiB take max and sum(exp(x - max)) in
-// one pass, block by block, rescaling the running sum and the buffered exponentials whenever the
-// running max rises. Rows built so that it rises in every block (or never after the first),
-// starts with blocks of -inf, or meets NaN and +inf late, against a double reference.
+// Online pairs (cpu/row_online.hpp): rows longer than 16 KiB take softmax's max and
+// sum(exp(x - max)), or layer norm's mean and variance, in one pass, block by block. softmax
+// rescales the running sum and the buffered exponentials whenever the running max rises: rows
+// built so that it rises in every block (or never after the first), start with blocks of -inf, or
+// meet NaN and +inf late. Layer norm combines the blocks' means and squares: data of mean 1e3, a
+// trend, NaN and inf. All against double references.
 #include "reduce_support.hpp"
 
 using namespace rt;
