@@ -24,9 +24,11 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 #define FUSE_INLINE inline __attribute__((always_inline))
+#define FUSE_NOINLINE __attribute__((noinline))
 #define FUSE_RESTRICT __restrict__
 #else
 #define FUSE_INLINE inline
+#define FUSE_NOINLINE
 #define FUSE_RESTRICT
 #endif
 
