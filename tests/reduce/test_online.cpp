@@ -120,3 +120,30 @@ TEST_CASE("online mean and variance over long rows: layer norm, var and the hand
     }
   }
 }
+
+namespace {
+template <class E>
+fuse::detail::online_pair_t pair_of(const E& e) {
+  const fuse::shape_t<2> shape{4, 8000};
+  using Phases = decltype(fuse::detail::collect_phases<2, 0>(e, shape));
+  return fuse::detail::online_pair<Phases>();
+}
+}  // namespace
+
+// The pair search once used nested generic lambdas, and g++ 12 then found no pair in the second
+// and later kernels with the same number of phases in one translation unit.
+TEST_CASE("every kernel of one translation unit finds its online pair") {
+  fuse::tensor<float, 2> x(4, 8000);
+  fuse::tensor<float, 1> g(8000), b(8000);
+  using fuse::detail::online_kind;
+  const auto ln = pair_of(fuse::layer_norm(x, g, b));
+  const auto var = pair_of(fuse::var(x, fuse::axis<-1>));
+  const auto sm = pair_of(fuse::softmax(x, fuse::axis<-1>));
+  const auto lsm = pair_of(fuse::log_softmax(x, fuse::axis<-1>));
+  CHECK((ln.kind == online_kind::variance && ln.max_phase == 0 && ln.read_phase == 1 && ln.sum_phase == 2));
+  CHECK((var.kind == online_kind::variance && var.max_phase == 0 && var.read_phase == 0 && var.sum_phase == 1));
+  CHECK((sm.kind == online_kind::softmax && sm.max_phase == 0 && sm.read_phase == 1 && sm.sum_phase == 2));
+  CHECK((lsm.kind == online_kind::softmax && lsm.max_phase == 0 && lsm.read_phase == 1 && lsm.sum_phase == 2));
+  CHECK(!pair_of(fuse::rms_norm(x, g)).found());
+  CHECK(!pair_of(fuse::logsumexp(x, fuse::axis<-1>)).found());
+}
