@@ -40,8 +40,9 @@ bool may_online(const It& it) {
   }
 }
 
-// A thread's state for online rows: the running max of each block (the buffer's shifts) and a
-// prefetch that asks for nothing (the max reads a block the sum pass before asked for).
+// A thread's state for online rows: the running max of each block (softmax's buffer shifts) and
+// a prefetch that asks for nothing (a block's first reduction reads lines that the previous
+// block's second one asked for).
 template <std::size_t R>
 struct online_rows {
   std::vector<double> block_max;
