@@ -144,7 +144,7 @@ FUSE_NOINLINE bool run_online_pair(const It& it, Phases& phases, const shared_pl
       e.seek(idx);
       pf.seek(idx);
       pf.lead(block_elements);
-      if constexpr (pair.kind == online_kind::softmax) ok = online_softmax<Unit, PK, PJ>(a, e, n, set_shift, pf, state, buf, slots);
+      if constexpr (online_pair_v<Phases>.kind == online_kind::softmax) ok = online_softmax<Unit, PK, PJ>(a, e, n, set_shift, pf, state, buf, slots);
       else ok = online_variance<Unit, PK, PJ>(a, e, n, set_shift, pf, state, slots);
       pf.lead(-1);
     });
