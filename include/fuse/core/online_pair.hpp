@@ -56,13 +56,6 @@ inline constexpr bool pairs_v =
     ((Kind == online_kind::softmax && std::is_same_v<typename PJ::op, sum_op> && std::is_base_of_v<max_op, typename PK::op>) ||
      (Kind == online_kind::variance && std::is_same_v<typename PJ::op, mean_op> && std::is_same_v<typename PK::op, mean_op>));
 
-// Phases P and Q compute the same kind of value from operands of the same shape.
-template <class P, class Q>
-inline constexpr bool same_phase_shape_v = std::is_same_v<typename P::op, typename Q::op> &&
-                                           std::is_same_v<typename P::acc_type, typename Q::acc_type> &&
-                                           std::is_same_v<typename P::result_type, typename Q::result_type> &&
-                                           same_shape<typename P::child_type, typename Q::child_type>::value;
-
 struct online_pair_t {
   online_kind kind = online_kind::none;
   int max_phase = -1;  // K0: the max (mean) the kernel computes

@@ -59,6 +59,14 @@ struct phase_eval {
   void for_each_tracker(F&& f) { child.for_each_tracker(f); }
 };
 
+// Phases P and Q compute the same kind of value from operands of the same shape (up to slot
+// numbers): a repeat, if their operands also hold the same values (same_value).
+template <class P, class Q>
+inline constexpr bool same_phase_shape_v = std::is_same_v<typename P::op, typename Q::op> &&
+                                           std::is_same_v<typename P::acc_type, typename Q::acc_type> &&
+                                           std::is_same_v<typename P::result_type, typename Q::result_type> &&
+                                           same_shape<typename P::child_type, typename Q::child_type>::value;
+
 // Phase K repeats phase j: slots[K] = the slot phase j wrote. Every index is a constant after
 // unrolling (j is compared, not used as an index), so that a GPU kernel keeps its slots in
 // registers; a run-time index would put the array in local memory.
@@ -214,9 +222,7 @@ auto make_row_iteration(const destination<T, RD>& dst, const E& e, const shape_t
       [&]<std::size_t... J>(std::index_sequence<J...>) {
         auto same = [&](const auto& pj) {
           using PJ = std::remove_cvref_t<decltype(pj)>;
-          if constexpr (std::is_same_v<typename PJ::op, typename PK::op> && std::is_same_v<typename PJ::acc_type, typename PK::acc_type> &&
-                        std::is_same_v<typename PJ::result_type, typename PK::result_type> &&
-                        same_shape<typename PJ::child_type, typename PK::child_type>::value)
+          if constexpr (same_phase_shape_v<PJ, PK>)
             return pj.count == pk.count && same_value(pj.child, pk.child, it.alias);
           else
             return false;
