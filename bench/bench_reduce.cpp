@@ -4,6 +4,7 @@
 //   softmax      [16384, 1024] and [64, 262144] over the last axis
 //   layer_norm   [16384, 1024] with gamma, beta
 //   rms_norm     [16384, 1024] with gamma
+//   softmax_short [65536, 256], rms_norm_short [262144, 64]: rows short enough that per-row costs show
 //   sum_squares  sum(x * x) over 2^25 floats
 #include <cmath>
 
@@ -109,8 +110,8 @@ void layer_norm_hand(benchmark::State& s) {
   bench::set_bytes(s, d.bytes());
 }
 
-void rms_norm_hand(benchmark::State& s) {
-  rows_data d(16384, 1024);
+void rms_norm_hand(benchmark::State& s, index_t m, index_t n_) {
+  rows_data d(m, n_);
   const index_t n = d.n;
   for (auto _ : s) {
 #pragma omp parallel for schedule(static)
@@ -264,7 +265,14 @@ const auto reg = [] {
   add("rms_norm/copy", [](benchmark::State& s) { bench::copy_baseline(s, 2.0 * 16384 * 1024 * 4); });
   add("rms_norm/fused", [](benchmark::State& s) { rows_data d(16384, 1024); run_fuse(s, d, fuse::cpu{}, rms_norm_of); });
   add("rms_norm/eager", [](benchmark::State& s) { rows_data d(16384, 1024); run_fuse(s, d, fuse::eager(fuse::cpu{}), rms_norm_of); });
-  add("rms_norm/hand", rms_norm_hand);
+  add("rms_norm/hand", [](benchmark::State& s) { rms_norm_hand(s, 16384, 1024); });
+  // Short rows: the row kernel's fixed cost per row (docs/performance.md, Zen 4 runs) shows here.
+  add("softmax_short/copy", [](benchmark::State& s) { bench::copy_baseline(s, 2.0 * 65536 * 256 * 4); });
+  add("softmax_short/fused", [](benchmark::State& s) { rows_data d(65536, 256); run_fuse(s, d, fuse::cpu{}, softmax_of); });
+  add("softmax_short/hand", [](benchmark::State& s) { softmax_hand(s, 65536, 256); });
+  add("rms_norm_short/copy", [](benchmark::State& s) { bench::copy_baseline(s, 2.0 * 262144 * 64 * 4); });
+  add("rms_norm_short/fused", [](benchmark::State& s) { rows_data d(262144, 64); run_fuse(s, d, fuse::cpu{}, rms_norm_of); });
+  add("rms_norm_short/hand", [](benchmark::State& s) { rms_norm_hand(s, 262144, 64); });
   add("sum_squares/copy", [](benchmark::State& s) { bench::copy_baseline(s, kSumN * 4.0); });
   add("sum_squares/fused", [](benchmark::State& s) { sum_squares_fuse(s, fuse::cpu{}); });
   add("sum_squares/fused_square", [](benchmark::State& s) { sum_data d; float v = 0; for (auto _ : s) benchmark::DoNotOptimize(v = fuse::eval(fuse::sum(fuse::square(d.x)))); d.check(s, v); bench::set_bytes(s, kSumN * 4.0); });

@@ -26,12 +26,19 @@ concept has_finite_combine = std::is_floating_point_v<Acc> && requires(Acc a) { 
 
 // f(a[0], a[1], ..., a[W-1]) combined pairwise, in place. Not in lane order: that would be a
 // chain of W dependent scalar ops (the compiler may not reorder float adds), which cost softmax's
-// max phase ~130 cycles per block.
+// max phase ~130 cycles per block. One level per instantiation, so that every trip count is a
+// constant: written as a loop over the halving width, g++ 12 kept that loop and folded through
+// the stack (a zmm store read back as ymm and scalars, the store-to-load forwarding failing at
+// each level): rows of 64 floats, one thread in L2, rms_norm 0.86 -> 0.76 and softmax 1.70 ->
+// 1.44 ns per element (Zen 4).
 template <int W, class Acc, class F>
 FUSE_INLINE Acc fold_pairwise(Acc* a, F f) {
-  for (int w = W / 2; w > 0; w /= 2)
-    for (int l = 0; l < w; ++l) a[l] = f(a[l], a[l + w]);
-  return a[0];
+  if constexpr (W == 1) {
+    return a[0];
+  } else {
+    for (int l = 0; l < W / 2; ++l) a[l] = f(a[l], a[l + W / 2]);
+    return fold_pairwise<W / 2>(a, f);
+  }
 }
 
 // Elements [b, e) of the current row folded with Op (W lanes, so that the compiler vectorises and
