@@ -71,8 +71,7 @@ void write_row(const It& it, Ev& ev, index_t* idx, index_t begin, index_t end, b
   const index_t os = it.out_stride[R - 1];
   for (index_t s = 0; s < sub; ++s) {
     unflatten(s, it.shape, it.inner_first, R - 1, idx);
-    ev.seek(idx);
-    const Ev e = ev;  // a private copy: the stores below cannot alias its per-row constants
+    const Ev e = seeked(ev, idx);  // a private copy: the stores below cannot alias its per-row constants
     T* row = it.out + row_offset<R>(it.out_stride, idx);
     if constexpr (Unit) {
       if constexpr (can_stream_v<T>) {
