@@ -11,17 +11,17 @@
 #   scripts/bench.sh reduce --benchmark_filter='^softmax/'   extra flags go to the benchmark
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
 which="${1:-all}"
 [ $# -gt 0 ] && shift
-cmake -S . -B build/bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DFUSE_BUILD_TESTS=OFF -DFUSE_BUILD_EXAMPLES=OFF \
-  -DFUSE_ENABLE_CUDA=OFF >/dev/null
-export OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}"
 case "$which" in
   all) targets=(elementwise reduce) ;;
   elementwise | reduce) targets=("$which") ;;
   *) echo "unknown benchmark: $which (all, elementwise, reduce)" >&2; exit 2 ;;
 esac
+scripts/install-deps.sh
+cmake -S . -B build/bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DFUSE_BUILD_TESTS=OFF -DFUSE_BUILD_EXAMPLES=OFF \
+  -DFUSE_ENABLE_CUDA=OFF >/dev/null
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}"
 for t in "${targets[@]}"; do
   cmake --build build/bench --target "bench_$t"
   echo "=== bench_$t, $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), OMP_NUM_THREADS=$OMP_NUM_THREADS"
