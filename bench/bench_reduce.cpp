@@ -110,9 +110,8 @@ void layer_norm_hand(benchmark::State& s) {
   bench::set_bytes(s, d.bytes());
 }
 
-void rms_norm_hand(benchmark::State& s, index_t m, index_t n_) {
-  rows_data d(m, n_);
-  const index_t n = d.n;
+void rms_norm_hand(benchmark::State& s, index_t m, index_t n) {
+  rows_data d(m, n);
   for (auto _ : s) {
 #pragma omp parallel for schedule(static)
     for (index_t r = 0; r < d.m; ++r) {

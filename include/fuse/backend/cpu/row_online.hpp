@@ -138,10 +138,8 @@ FUSE_NOINLINE bool run_online_pair(const It& it, Phases& phases, const shared_pl
   bool ok = true;
   with_shared(pk.child, shared[k0], [&](const auto& first_operand) {
     with_shared(pj.child, shared[j], [&](const auto& second_operand) {
-      auto a = first_operand;
-      auto e = second_operand;
-      a.seek(idx);
-      e.seek(idx);
+      const auto a = seeked(first_operand, idx);
+      const auto e = seeked(second_operand, idx);
       pf.seek(idx);
       pf.lead(block_elements);
       if constexpr (online_pair_v<Phases>.kind == online_kind::softmax) ok = online_softmax<Unit, PK, PJ>(a, e, n, set_shift, pf, state, buf, slots);
