@@ -176,6 +176,13 @@ FUSE_EXEC_CHECK_DISABLE
   }
 };
 
+// Arithmetic operations per element of an evaluator (the ops' own counts; leaves, constants and
+// per-row values cost nothing per element).
+template <class E>
+struct flops_of : std::integral_constant<int, 0> {};
+template <class R, class C, class F, class... A>
+struct flops_of<map_eval<R, C, F, A...>> : std::integral_constant<int, (F::flops + ... + flops_of<A>::value)> {};
+
 // A subexpression of row constants only (reduction values, scalars): evaluated once per row at
 // seek(), so that rsqrt(var + eps) costs one square root per row, not one per element.
 template <class T, class Inner>

@@ -32,11 +32,6 @@ namespace fuse::detail {
 // about as much as a few arithmetic ops).
 inline constexpr int cache_min_flops = 8;
 
-template <class E>
-struct flops_of : std::integral_constant<int, 0> {};
-template <class R, class C, class F, class... A>
-struct flops_of<map_eval<R, C, F, A...>> : std::integral_constant<int, (F::flops + ... + flops_of<A>::value)> {};
-
 template <class Phases, std::size_t K>
 using phase_child_t = decltype(std::declval<std::remove_cvref_t<decltype(get<K>(std::declval<Phases&>()))>>().child);
 

@@ -72,6 +72,9 @@ struct let_eval {
   }
 };
 
+template <class Z, class Body>
+struct flops_of<let_eval<Z, Body>> : std::integral_constant<int, flops_of<Z>::value + flops_of<Body>::value> {};
+
 template <class E>
 struct node_count : std::integral_constant<int, 1> {};
 template <class R, class C, class F, class... A>

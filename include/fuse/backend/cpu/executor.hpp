@@ -61,7 +61,7 @@ void write_streaming(T* row, const Ev& ev, index_t i, index_t stop, const stream
   alignas(64) T buf[chunk];
   while (i < stop && reinterpret_cast<std::uintptr_t>(row + i) % 64 != 0) row[i] = ev.template at<true>(i), ++i;
   for (; i + chunk <= stop; i += chunk) {
-    pf.ahead(i, chunk);
+    pf.template ahead<streams_by_itself<Ev>>(i, chunk);
     FUSE_SIMD_LOOP
     for (index_t k = 0; k < chunk; ++k) buf[k] = ev.template at<true>(i + k);
     stream_out(row + i, buf, chunk);

@@ -38,6 +38,12 @@ namespace fuse::detail {
 inline constexpr std::size_t prefetch_max_row_bytes = 16 * 1024;
 // How far ahead stream_prefetch asks (2 KiB was best among 1, 2, 4, 8 KiB here).
 inline constexpr index_t prefetch_distance_bytes = 2048;
+// Passes that compute fewer flops per element than this stream well by themselves: the hardware
+// prefetcher keeps up with a loop that mostly loads, and asking as well only adds instructions
+// and queues behind the miss buffers. sum(x * x) over 2^25 floats on 2 threads, Zen 4: 23-27 ->
+// 31-41 GB/s without (the hand-written loop 29-33 in the same runs; docs/performance.md).
+template <class Ev>
+inline constexpr bool streams_by_itself = flops_of<Ev>::value < 8;
 
 // The memory leaves of an iteration space (each distinct one once) that run contiguously along
 // its last axis, with their strides over the other axes in bytes.
@@ -161,9 +167,12 @@ class stream_prefetch : prefetch_leaves<R> {
   // prefetch_distance_bytes ahead: the next block of an online pass (row_online.hpp).
   void lead(index_t elements) { lead_ = elements; }
 
-  // Asks for what elements [i, i + n) of the row will read prefetch_distance_bytes later.
+  // Asks for what elements [i, i + n) of the row will read prefetch_distance_bytes later. Cheap:
+  // the pass streams by itself (streams_by_itself), so only the followed row and the lead.
+  template <bool Cheap = false>
   FUSE_INLINE void ahead(index_t i, index_t n) const {
     if (next_ != nullptr) next_->ahead(i, n);
+    if (Cheap && lead_ < 0) return;
     for (int k = 0; k < this->count_; ++k) {
       const index_t eb = this->leaf_[k].elem_bytes;
       const index_t from = lead_ >= 0 ? (i + lead_) * eb : i * eb + prefetch_distance_bytes;

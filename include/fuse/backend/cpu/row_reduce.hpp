@@ -55,7 +55,7 @@ Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean, c
   index_t i = b;
   while (i + W <= e) {
     const index_t stop = std::min(e, i + 8 * W);
-    pf.ahead(i, stop - i);
+    pf.template ahead<streams_by_itself<Ev>>(i, stop - i);
     for (; i + W <= stop; i += W) {
       FUSE_SIMD_LOOP
       for (int l = 0; l < W; ++l) {
