@@ -77,3 +77,42 @@ TEST_CASE("the row kernel asks for the next row along a pass that computes", "[p
   CHECK(spread_pass(fake_rows<2>{{-1, 0}}, true) == 2);
   CHECK(spread_pass(fake_rows<2>{{-1, 0}}, false) == 0);
 }
+
+namespace {
+
+// Whether the pass that evaluates e (with its shared subtrees bound, as the kernels run it) leaves
+// its stream to the hardware prefetcher; `shared`: whether a shared subtree was bound.
+template <class D, class E>
+bool streams_by_itself(D& dst, const E& e, bool& shared) {
+  auto it = fuse::detail::make_iteration(fuse::detail::destination_of(dst), e);
+  const auto plan = fuse::detail::plan_shared(it.eval, nullptr);
+  return fuse::detail::with_shared(it.eval, plan, [&](const auto& ev) {
+    using Ev = std::remove_cvref_t<decltype(ev)>;
+    shared = !std::is_same_v<Ev, decltype(it.eval)>;
+    return fuse::detail::streams_by_itself<Ev>;
+  });
+}
+
+}  // namespace
+
+TEST_CASE("stream_prefetch asks ahead only along passes that compute", "[prefetch]") {
+  auto x = fuse_test::random_tensor<float, 2>({6, 4096}, 10);
+  auto y = fuse_test::random_tensor<float, 2>({6, 4096}, 11);
+  auto bias = fuse_test::random_tensor<float, 1>({4096}, 12);
+  fuse::tensor<float, 2> out(6, 4096);
+  bool shared = false;
+  // A loop that mostly loads: the hardware prefetcher keeps up.
+  CHECK(streams_by_itself(out, x * y + bias, shared));
+  CHECK(streams_by_itself(out, fuse::max(2.f * x + 3.f * y, 0.f), shared));
+  // sum(x * x)'s operand reads x once (a shared subtree): still one multiply per element.
+  CHECK(streams_by_itself(out, x * x, shared));
+  CHECK(shared);
+  // Transcendental work between the loads: asked for ahead.
+  CHECK_FALSE(streams_by_itself(out, fuse::gelu(x + bias), shared));
+  CHECK_FALSE(streams_by_itself(out, fuse::exp(x - y), shared));
+  // The hand-written GELU with z reused: the shared form counts the body's flops as well as z's.
+  auto z = x + bias;
+  auto hand_gelu = 0.5f * z * (1.f + fuse::tanh(0.7978845608f * (z + 0.044715f * z * z * z)));
+  CHECK_FALSE(streams_by_itself(out, hand_gelu, shared));
+  CHECK(shared);
+}
