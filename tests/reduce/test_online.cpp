@@ -121,6 +121,55 @@ TEST_CASE("online mean and variance over long rows: layer norm, var and the hand
   }
 }
 
+// One long row on two threads (fewer rows than threads: the row is split, cpu/row_kernel.hpp's
+// run_split_online_pair): each thread's range runs the pair online and the parts are combined -
+// the running maxima and rescaled sums, or Chan's update of the ranges' means and squares.
+TEST_CASE("online pairs over a row split across threads: softmax, layer norm, var of a whole vector") {
+  const fuse::cpu two{2};
+  const index_t n = 70001;  // two threads' worth (threads_for), blocks of 4096 and a tail per range
+  const auto rows = patterned_rows(n);
+  for (index_t r = 0; r < rows.extent(0); ++r) {
+    CAPTURE(r);
+    fuse::tensor<float, 2> x(1, n);
+    std::copy(rows.data() + r * n, rows.data() + (r + 1) * n, x.data());
+    fuse::tensor<float, 2> y(1, n), ly(1, n);
+    fuse::assign(two, y, fuse::softmax(x, fuse::axis<-1>));
+    fuse::assign(two, ly, fuse::log_softmax(x, fuse::axis<-1>));
+    const auto ref = softmax_row(x, 0);
+    for (index_t j = 0; j < n; ++j) {
+      REQUIRE(close(y(0, j), ref[j], 2e-5, 1e-30));
+      const double lref = std::log(ref[j]);
+      if (std::isinf(lref)) REQUIRE(ly(0, j) == float(lref));
+      else REQUIRE(close(ly(0, j), lref, 2e-5, 2e-5));
+    }
+  }
+  // Mean 1e3 and a trend: the two ranges' means differ, so the combination's correction counts.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int kind = 0; kind < 3; ++kind) {
+    CAPTURE(kind);
+    auto x = random<float, 2>({1, n}, 16, -2, 2);
+    for (index_t i = 0; i < n; ++i) x(0, i) += 1000.f + 0.01f * float(i);
+    if (kind == 1) x(0, n - 3) = nan;
+    if (kind == 2) x(0, n / 3) = inf;
+    auto gamma = random<float, 1>({n}, 17, 0.5, 1.5);
+    auto beta = random<float, 1>({n}, 18, -1, 1);
+    fuse::tensor<float, 2> y(1, n);
+    fuse::assign(two, y, fuse::layer_norm(x, gamma, beta));
+    fuse::tensor<float, 0> v{fuse::shape_t<0>{}};
+    fuse::assign(two, v, fuse::var(x));  // every axis: one row of n
+    const std::vector<double> row(x.data(), x.data() + n);
+    const double mu = ref_mean(row), var = ref_var(row);
+    if (kind == 0) {
+      REQUIRE(close(v(), var, 1e-5, 1e-9));
+      const double inv = 1 / std::sqrt(var + 1e-5);
+      for (index_t j = 0; j < n; ++j) REQUIRE(close(y(0, j), (row[std::size_t(j)] - mu) * inv * gamma(j) + beta(j), 2e-4, 2e-4));
+    } else {
+      REQUIRE(std::isnan(v()));
+      for (index_t j = 0; j < n; ++j) REQUIRE(std::isnan(y(0, j)));
+    }
+  }
+}
+
 namespace {
 template <class E>
 fuse::detail::online_pair_t pair_of(const E& e) {

@@ -216,10 +216,42 @@ void run_rows(const It& it, index_t first, index_t last, bool reuse, bool stream
 }
 
 #if defined(_OPENMP)
-// Fewer rows than threads: each row's phases and epilogue are split across the threads along the
-// last axis; partial results are combined before the next phase.
+// The online pair of a row split across threads: each thread's range in one pass, with slots of
+// its own (the running shift is per range); the parts combined, the slots written. False as
+// run_online_pair. (var(x) or logsumexp(x) over a whole long vector: one pass over memory, not two.)
 template <bool Unit, class It>
-void run_split_rows(const It& it, int threads, bool stream) {
+bool run_split_online_pair(const It& it, int threads, row_slot* slots, const index_t* idx, const shared_plan* shared,
+                           const stream_prefetch<It::rank>& long_rows) {
+  constexpr std::size_t R = It::rank;
+  using Phases = decltype(it.phases);
+  constexpr online_pair_t pair = online_pair<Phases>();
+  const index_t n = it.shape[R - 1];
+  std::vector<online_part> parts(std::size_t(threads), online_part{true, 0, 0, 0});
+#pragma omp parallel num_threads(threads)
+  {
+    const index_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    auto phases = it.phases;
+    std::vector<row_slot> mine(slots, slots + It::phase_count);
+    for_each(phases, [&](auto& p) { p.bind(mine.data()); });
+    index_t my_idx[R];
+    std::copy(idx, idx + R, my_idx);
+    stream_prefetch<R> ahead = long_rows;
+    online_rows<R> state(it);
+    parts[std::size_t(t)] = online_pair_range<Unit>(phases, shared, mine.data(), my_idx, n * t / nt, n * (t + 1) / nt, ahead, state, nullptr);
+  }
+  online_part all = parts[0];
+  for (std::size_t t = 1; t < parts.size(); ++t)
+    all = pair.kind == online_kind::softmax ? combine_softmax(all, parts[t]) : combine_variance(all, parts[t]);
+  using PK = phase_at_t<Phases, std::size_t(pair.max_phase)>;
+  using PJ = phase_at_t<Phases, std::size_t(pair.sum_phase)>;
+  return finish_online<pair.kind, PK, PJ>(all, n, shift_writer<Phases>(slots), slots);
+}
+
+// Fewer rows than threads: each row's phases and epilogue are split across the threads along the
+// last axis; partial results are combined before the next phase. online: the pair runs as one
+// pass (run_split_online_pair).
+template <bool Unit, class It>
+void run_split_rows(const It& it, int threads, bool stream, bool online) {
   constexpr std::size_t R = It::rank;
   const index_t rows = it.rows();
   const index_t n = it.shape[R - 1];
@@ -231,11 +263,18 @@ void run_split_rows(const It& it, int threads, bool stream) {
   for (index_t o = 0; o < rows; ++o) {
     index_t q = o;
     unflatten(q, it.shape, 0, it.inner_first, idx);
+    bool paired = false;  // the pair's slots are written
+    if constexpr (Unit && online_pair_v<decltype(it.phases)>.found()) {
+      if (online) paired = run_split_online_pair<Unit>(it, threads, slots.data(), idx, phase_shared.data(), long_rows);
+    }
     std::size_t k = 0;
     for_each(it.phases, [&](const auto& phase) {
       using P = std::remove_cvref_t<decltype(phase)>;
       using Total = typename P::op::template total_t<typename P::acc_type>;
-      if (it.alias[k] >= 0) {
+      constexpr const online_pair_t& pair = online_pair_v<decltype(it.phases)>;
+      if (paired && (int(k) == pair.max_phase || int(k) == pair.sum_phase)) {
+        // written by the pair
+      } else if (it.alias[k] >= 0) {
         copy_alias_slot<P::slot>(it.phases, slots.data(), it.alias[k]);
       } else {
         std::vector<Total> partial(threads, P::op::template identity<Total>());
@@ -317,7 +356,7 @@ void run_row_kernel(const cpu& exec, const It& it) {
     body(omp_get_thread_num(), omp_get_num_threads());
     return;
   }
-  if (threads > 1) return it.unit ? run_split_rows<true>(it, threads, stream) : run_split_rows<false>(it, threads, stream);
+  if (threads > 1) return it.unit ? run_split_rows<true>(it, threads, stream, online) : run_split_rows<false>(it, threads, stream, false);
 #endif
   body(0, 1);
 }
@@ -331,7 +370,7 @@ void run_row_kernel_generic(const cpu& exec, const It& it) {
   if (rows == 0) return;
   const int threads = threads_for(exec, rows * std::max<index_t>(it.row_elements(), 1));
 #if defined(_OPENMP)
-  if (threads > 1 && rows < threads) return run_split_rows<false>(it, threads, false);
+  if (threads > 1 && rows < threads) return run_split_rows<false>(it, threads, false, false);
 #endif
   run_threads(threads, [&](index_t t, index_t nt) { run_rows<false>(it, rows * t / nt, rows * (t + 1) / nt, false, false, false); });
 }

@@ -52,20 +52,48 @@ struct online_rows {
       : block_max(std::size_t((it.shape[R - 1] + block_elements - 1) / block_elements)), none(it, false) {}
 };
 
-// softmax's pair over a row of n: block by block, the block's max raises the running max m (the
-// running sum is rescaled by exp(m_old - m)), then the block's exp(x - m) are summed (and stored
-// in buf; state.block_max keeps each block's m for the epilogue's rescaling).
+// A pair's partial result over a range of the row, before it is combined with other ranges'
+// (one per thread on a row split across threads) and finalized. softmax: the running max and the
+// sum of exp(x - max) below it; variance: the sum, the sum of squared deviations, the count.
+struct online_part {
+  bool ok = true;  // false: softmax met a NaN or +inf (its a, b, count are then not set)
+  double a = 0, b = 0, count = 0;
+};
+
+// Two ranges' (sum, sum of squared deviations, count) as one (Chan, Golub and LeVeque).
+inline online_part combine_variance(const online_part& x, const online_part& y) {
+  if (!x.ok || !y.ok) return {false};
+  if (x.count == 0) return y;
+  if (y.count == 0) return x;
+  const double delta = y.a / y.count - x.a / x.count;
+  return {true, x.a + y.a, x.b + y.b + delta * delta * x.count * y.count / (x.count + y.count), x.count + y.count};
+}
+
+// Two ranges' (running max, sum of exp(x - max)) as one.
+inline online_part combine_softmax(const online_part& x, const online_part& y) {
+  if (!x.ok || !y.ok) return {false};
+  if (x.count == 0) return y;
+  if (y.count == 0) return x;
+  const double m = std::max(x.a, y.a);
+  if (m == -std::numeric_limits<double>::infinity()) return {true, m, 0, x.count + y.count};
+  return {true, m, x.b * std::exp(x.a - m) + y.b * std::exp(y.a - m), x.count + y.count};
+}
+
+// softmax's pair over elements [begin, end) of the row: block by block, the block's max raises
+// the running max m (the running sum is rescaled by exp(m_old - m)), then the block's exp(x - m)
+// are summed (and stored in buf; state.block_max keeps each block's m for the epilogue's
+// rescaling). Every element -inf: m = -inf, the sum 0.
 template <bool Unit, class PK, class PJ, class A, class E, class SetShift, std::size_t R, class Buf>
-bool online_softmax(const A& a, const E& e, index_t n, SetShift set_shift, const stream_prefetch<R>& pf, online_rows<R>& state,
-                    Buf buf, row_slot* slots) {
+online_part online_softmax_range(const A& a, const E& e, index_t begin, index_t end, SetShift set_shift,
+                                 const stream_prefetch<R>& pf, online_rows<R>& state, Buf buf) {
   using Max = typename PK::acc_type;
   constexpr Max inf = std::numeric_limits<Max>::infinity();
   Max m = -inf;
   typename sum_op::template total_t<typename PJ::acc_type> s = 0;
-  for (index_t b = 0; b < n; b += block_elements) {
-    const index_t end = std::min(n, b + block_elements);
-    const Max mb = PK::op::combine(m, reduce_range<typename PK::op, Max, Unit>(a, b, end, state.none));
-    if (!(mb < inf)) return false;  // NaN or +inf
+  for (index_t b = begin; b < end; b += block_elements) {
+    const index_t stop = std::min(end, b + block_elements);
+    const Max mb = PK::op::combine(m, reduce_range<typename PK::op, Max, Unit>(a, b, stop, state.none));
+    if (!(mb < inf)) return {false};  // NaN or +inf
     if (mb != m) {
       if (m != -inf) s *= std::exp(double(m) - double(mb));  // (m = -inf: s is 0)
       m = mb;
@@ -73,81 +101,105 @@ bool online_softmax(const A& a, const E& e, index_t n, SetShift set_shift, const
     // While every element so far is -inf, the shift is 0: exp(-inf - 0) = 0, so the block adds 0
     // and stores 0, which its factor exp(-inf - m) = 0 keeps 0.
     set_shift(typename PK::result_type(m == -inf ? Max(0) : m));
-    state.block_max[std::size_t(b / block_elements)] = double(m);
-    s += reduce_range<sum_op, typename PJ::acc_type, Unit>(e, b, end, pf, buf);
+    state.block_max[std::size_t((b - begin) / block_elements)] = double(m);
+    s += reduce_range<sum_op, typename PJ::acc_type, Unit>(e, b, stop, pf, buf);
   }
-  if (m == -inf) return false;
-  set_shift(typename PK::result_type(m));
-  write_slot(slots[PJ::slot], sum_op::template finalize<typename PJ::result_type>(s, n));
-  return true;
+  return {true, double(m), double(s), double(end - begin)};
 }
 
-// Layer norm's pair over a row of n: block by block, the block's mean c, then its sum of
-// squares about c (in L1); blocks combine by Chan et al.'s update in double. The mean is the
-// sum of the same block sums as the two-pass kernel's, so it is the same value.
+// Layer norm's pair over elements [begin, end) of the row: block by block, the block's mean c,
+// then its sum of squares about c (in L1); blocks combine by Chan et al.'s update in double. The
+// mean is the sum of the same block sums as the two-pass kernel's, so it is the same value.
 template <bool Unit, class PK, class PJ, class A, class E, class SetShift, std::size_t R>
-bool online_variance(const A& a, const E& e, index_t n, SetShift set_shift, const stream_prefetch<R>& pf, online_rows<R>& state,
-                     row_slot* slots) {
-  double sum = 0, m2 = 0, count = 0;
-  for (index_t b = 0; b < n; b += block_elements) {
-    const index_t end = std::min(n, b + block_elements);
-    const double nb = double(end - b);
-    const double sb = double(reduce_range<typename PK::op, typename PK::acc_type, Unit>(a, b, end, state.none));
+online_part online_variance_range(const A& a, const E& e, index_t begin, index_t end, SetShift set_shift,
+                                  const stream_prefetch<R>& pf, online_rows<R>& state) {
+  online_part part;
+  for (index_t b = begin; b < end; b += block_elements) {
+    const index_t stop = std::min(end, b + block_elements);
+    const double nb = double(stop - b);
+    const double sb = double(reduce_range<typename PK::op, typename PK::acc_type, Unit>(a, b, stop, state.none));
     const double mean_b = sb / nb;
     const auto c = typename PK::result_type(mean_b);
     set_shift(c);
-    const double s2 = double(reduce_range<typename PJ::op, typename PJ::acc_type, Unit>(e, b, end, pf));
+    const double s2 = double(reduce_range<typename PJ::op, typename PJ::acc_type, Unit>(e, b, stop, pf));
     // Squares about c, not about the block's exact mean: sum (x - c)^2 = m2_b + nb (mean_b - c)^2.
     const double m2_b = std::max(0.0, s2 - nb * (mean_b - double(c)) * (mean_b - double(c)));
-    if (count > 0) {
-      const double delta = mean_b - sum / count;
-      m2 += m2_b + delta * delta * count * nb / (count + nb);
-    } else {
-      m2 = m2_b;
-    }
-    sum += sb;
-    count += nb;
+    part = combine_variance(part, online_part{true, sb, m2_b, nb});
   }
-  if (!std::isfinite(sum) || !std::isfinite(m2)) return false;
-  set_shift(PK::op::template finalize<typename PK::result_type>(sum, n));
-  write_slot(slots[PJ::slot], PJ::op::template finalize<typename PJ::result_type>(m2, n));
+  return part;  // finish_online checks that it is finite
+}
+
+// A whole row's pair result into the slots (set_shift: the max or the mean, where phases K0 and
+// K2 read it). False when the row needs the exact two-phase path: NaN or infinity met, or, for
+// softmax, every element -inf.
+template <online_kind Kind, class PK, class PJ, class SetShift>
+bool finish_online(const online_part& part, index_t n, SetShift set_shift, row_slot* slots) {
+  if (!part.ok) return false;
+  if constexpr (Kind == online_kind::softmax) {
+    if (part.a == -std::numeric_limits<double>::infinity()) return false;
+    set_shift(typename PK::result_type(part.a));
+    write_slot(slots[PJ::slot], sum_op::template finalize<typename PJ::result_type>(part.b, n));
+  } else {
+    if (!std::isfinite(part.a) || !std::isfinite(part.b)) return false;
+    set_shift(PK::op::template finalize<typename PK::result_type>(part.a, n));
+    write_slot(slots[PJ::slot], PJ::op::template finalize<typename PJ::result_type>(part.b, n));
+  }
   return true;
 }
 
-// The pair's one pass over the row at idx: writes the slots of K0 and of K2 (which phase J's
-// operand reads), and of J; softmax with buf also stores the block's exp(x - m_b) there. Returns
-// false when a result is NaN or infinite (or, for softmax, every element is -inf): the caller then
-// runs the two phases as usual (whose exact special values this pass would have to repeat).
-// Not inlined: it runs once per long row, and inlined it would only add to run_row, whose other
-// path serves short rows (layer norm [16384, 1024]: no difference measured either way).
-template <bool Unit, class It, class Phases, class Buf>
-FUSE_NOINLINE bool run_online_pair(const It& it, Phases& phases, const shared_plan* shared, row_slot* slots, const index_t* idx,
-                     stream_prefetch<It::rank>& pf, online_rows<It::rank>& state, Buf buf) {
+// Writes the value phases K0 and K2 read (K2: the one phase J's operand reads): the running max
+// or the block's mean while a block is reduced, the row's at the end.
+template <class Phases>
+auto shift_writer(row_slot* slots) {
   constexpr online_pair_t pair = online_pair<Phases>();
-  constexpr std::size_t k0 = std::size_t(pair.max_phase), k2 = std::size_t(pair.read_phase), j = std::size_t(pair.sum_phase);
+  using PK = phase_at_t<Phases, std::size_t(pair.max_phase)>;
+  return [slots](auto v) {
+    write_slot(slots[PK::slot], v);
+    write_slot(slots[std::size_t(pair.read_phase)], v);
+  };
+}
+
+// The pair's one pass over elements [begin, end) of the row at idx, the phases bound to slots
+// (the running shift is written there); softmax with buf also stores each block's exp(x - m_b).
+template <bool Unit, class Phases, std::size_t R, class Buf>
+online_part online_pair_range(const Phases& phases, const shared_plan* shared, row_slot* slots, const index_t* idx,
+                              index_t begin, index_t end, stream_prefetch<R>& pf, online_rows<R>& state, Buf buf) {
+  constexpr online_pair_t pair = online_pair<Phases>();
+  constexpr std::size_t k0 = std::size_t(pair.max_phase), j = std::size_t(pair.sum_phase);
   const auto& pk = get<k0>(phases);
   const auto& pj = get<j>(phases);
   using PK = std::remove_cvref_t<decltype(pk)>;
   using PJ = std::remove_cvref_t<decltype(pj)>;
-  // Writes the value K2 holds while block [b, e) is reduced (the running max, the block's mean).
-  auto set_shift = [&](auto v) {
-    write_slot(slots[PK::slot], v);
-    write_slot(slots[k2], v);
-  };
-  const index_t n = it.shape[It::rank - 1];
-  bool ok = true;
+  const auto set_shift = shift_writer<Phases>(slots);
+  online_part part;
   with_shared(pk.child, shared[k0], [&](const auto& first_operand) {
     with_shared(pj.child, shared[j], [&](const auto& second_operand) {
       const auto a = seeked(first_operand, idx);
       const auto e = seeked(second_operand, idx);
       pf.seek(idx);
       pf.lead(block_elements);
-      if constexpr (online_pair_v<Phases>.kind == online_kind::softmax) ok = online_softmax<Unit, PK, PJ>(a, e, n, set_shift, pf, state, buf, slots);
-      else ok = online_variance<Unit, PK, PJ>(a, e, n, set_shift, pf, state, slots);
+      if constexpr (pair.kind == online_kind::softmax) part = online_softmax_range<Unit, PK, PJ>(a, e, begin, end, set_shift, pf, state, buf);
+      else part = online_variance_range<Unit, PK, PJ>(a, e, begin, end, set_shift, pf, state);
       pf.lead(-1);
     });
   });
-  return ok;
+  return part;
+}
+
+// The pair's one pass over the row at idx: writes the slots of K0, K2 and J. Returns false when a
+// result is NaN or infinite (or, for softmax, every element is -inf): the caller then runs the
+// two phases as usual (whose exact special values this pass would have to repeat).
+// Not inlined: it runs once per long row, and inlined it would only add to run_row, whose other
+// path serves short rows (layer norm [16384, 1024]: no difference measured either way).
+template <bool Unit, class It, class Phases, class Buf>
+FUSE_NOINLINE bool run_online_pair(const It& it, Phases& phases, const shared_plan* shared, row_slot* slots, const index_t* idx,
+                                   stream_prefetch<It::rank>& pf, online_rows<It::rank>& state, Buf buf) {
+  constexpr online_pair_t pair = online_pair<Phases>();
+  using PK = phase_at_t<Phases, std::size_t(pair.max_phase)>;
+  using PJ = phase_at_t<Phases, std::size_t(pair.sum_phase)>;
+  const index_t n = it.shape[It::rank - 1];
+  const online_part part = online_pair_range<Unit>(phases, shared, slots, idx, 0, n, pf, state, buf);
+  return finish_online<pair.kind, PK, PJ>(part, n, shift_writer<Phases>(slots), slots);
 }
 
 // Before the epilogue writes block [b, e): its buffered exp(x - m_b) times exp(m_b - m).
