@@ -6,6 +6,7 @@
 //   rms_norm     [16384, 1024] with gamma
 //   softmax_short [65536, 256], rms_norm_short [262144, 64]: rows short enough that per-row costs show
 //   sum_squares  sum(x * x) over 2^25 floats
+//   variance     var(x) over the same 2^25 floats (one row split across the threads)
 #include <cmath>
 
 #include "bench_common.hpp"
@@ -171,6 +172,48 @@ void sum_squares_hand(benchmark::State& s) {
   bench::set_bytes(s, kSumN * 4.0);
 }
 
+// --- var(x) over all 2^25 floats: one long row split across the threads (the online pair) ---
+template <class Exec>
+void variance_fuse(benchmark::State& s, Exec exec) {
+  sum_data d;
+  float v = fuse::eval(exec, fuse::var(d.x));
+  for (auto _ : s) benchmark::DoNotOptimize(v = fuse::eval(exec, fuse::var(d.x)));
+  double mean = 0, ref = 0;
+  for (index_t i = 0; i < kSumN; ++i) mean += d.x.data()[i];
+  mean /= double(kSumN);
+  for (index_t i = 0; i < kSumN; ++i) ref += (d.x.data()[i] - mean) * (d.x.data()[i] - mean);
+  ref /= double(kSumN);
+  s.counters["rel_err"] = std::abs(v - ref) / ref;
+  bench::set_bytes(s, kSumN * 4.0);
+}
+// Two passes, the mean then the squares about it: the careful form (one pass of sum and sum of
+// squares cancels when the mean is large).
+void variance_hand(benchmark::State& s) {
+  sum_data d;
+  const float* __restrict__ x = d.x.data();
+  double v = 0;
+  for (auto _ : s) {
+    double total = 0, squares = 0;
+#pragma omp parallel for reduction(+ : total) schedule(static)
+    for (index_t b = 0; b < kSumN; b += 4096) {
+      float acc = 0;
+#pragma omp simd reduction(+ : acc)
+      for (index_t i = b; i < b + 4096; ++i) acc += x[i];
+      total += acc;
+    }
+    const float mean = float(total / double(kSumN));
+#pragma omp parallel for reduction(+ : squares) schedule(static)
+    for (index_t b = 0; b < kSumN; b += 4096) {
+      float acc = 0;
+#pragma omp simd reduction(+ : acc)
+      for (index_t i = b; i < b + 4096; ++i) acc += (x[i] - mean) * (x[i] - mean);
+      squares += acc;
+    }
+    benchmark::DoNotOptimize(v = squares / double(kSumN));
+  }
+  bench::set_bytes(s, kSumN * 4.0);
+}
+
 #ifdef FUSE_BENCH_EIGEN
 using emap2 = Eigen::TensorMap<Eigen::Tensor<float, 2, Eigen::RowMajor>>;
 struct eigen_env {
@@ -277,6 +320,10 @@ const auto reg = [] {
   add("sum_squares/fused_square", [](benchmark::State& s) { sum_data d; float v = 0; for (auto _ : s) benchmark::DoNotOptimize(v = fuse::eval(fuse::sum(fuse::square(d.x)))); d.check(s, v); bench::set_bytes(s, kSumN * 4.0); });
   add("sum_squares/eager", [](benchmark::State& s) { sum_squares_fuse(s, fuse::eager(fuse::cpu{})); });
   add("sum_squares/hand", sum_squares_hand);
+  add("variance/copy", [](benchmark::State& s) { bench::copy_baseline(s, kSumN * 4.0); });
+  add("variance/fused", [](benchmark::State& s) { variance_fuse(s, fuse::cpu{}); });
+  add("variance/eager", [](benchmark::State& s) { variance_fuse(s, fuse::eager(fuse::cpu{})); });
+  add("variance/hand", variance_hand);
 #ifdef FUSE_BENCH_EIGEN
   add("softmax/eigen", softmax_eigen);
   add("softmax/eigen_fused", softmax_eigen_fused);

@@ -13,6 +13,8 @@
 //
 // softmax with the row buffer (row_cache.hpp): block b holds exp(x - m_b), m_b the running max
 // when it was summed; the epilogue multiplies each block by exp(m_b - m) just before it writes it.
+// A row split across threads (row_kernel.hpp) runs the pass per range and combines the ranges'
+// parts as the blocks' (combine_softmax, combine_variance).
 #pragma once
 
 #include <cmath>
@@ -149,13 +151,13 @@ bool finish_online(const online_part& part, index_t n, SetShift set_shift, row_s
 
 // Writes the value phases K0 and K2 read (K2: the one phase J's operand reads): the running max
 // or the block's mean while a block is reduced, the row's at the end.
+// (online_pair_v, a variable template, not a local constant: nvcc does not let a lambda read one.)
 template <class Phases>
 auto shift_writer(row_slot* slots) {
-  constexpr online_pair_t pair = online_pair<Phases>();
-  using PK = phase_at_t<Phases, std::size_t(pair.max_phase)>;
+  using PK = phase_at_t<Phases, std::size_t(online_pair_v<Phases>.max_phase)>;
   return [slots](auto v) {
     write_slot(slots[PK::slot], v);
-    write_slot(slots[std::size_t(pair.read_phase)], v);
+    write_slot(slots[std::size_t(online_pair_v<Phases>.read_phase)], v);
   };
 }
 
@@ -178,7 +180,8 @@ online_part online_pair_range(const Phases& phases, const shared_plan* shared, r
       const auto e = seeked(second_operand, idx);
       pf.seek(idx);
       pf.lead(block_elements);
-      if constexpr (pair.kind == online_kind::softmax) part = online_softmax_range<Unit, PK, PJ>(a, e, begin, end, set_shift, pf, state, buf);
+      if constexpr (online_pair_v<Phases>.kind == online_kind::softmax)
+        part = online_softmax_range<Unit, PK, PJ>(a, e, begin, end, set_shift, pf, state, buf);
       else part = online_variance_range<Unit, PK, PJ>(a, e, begin, end, set_shift, pf, state);
       pf.lead(-1);
     });
