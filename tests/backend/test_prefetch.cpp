@@ -11,6 +11,17 @@ namespace {
 
 using fuse::index_t;
 
+// Rows of 16 KiB: x and y [6, 4096], a bias row, and an output of x's shape.
+struct rows_of_4096 {
+  fuse::tensor<float, 2> x, y;
+  fuse::tensor<float, 1> bias;
+  fuse::tensor<float, 2> out{6, 4096};
+  explicit rows_of_4096(std::uint64_t seed)
+      : x(fuse_test::random_tensor<float, 2>({6, 4096}, seed)),
+        y(fuse_test::random_tensor<float, 2>({6, 4096}, seed + 1)),
+        bias(fuse_test::random_tensor<float, 1>({4096}, seed + 2)) {}
+};
+
 template <class D, class E>
 int listed(D& dst, const E& e, bool on = true, std::size_t min_moving_bytes = 0) {
   auto it = fuse::detail::make_iteration(fuse::detail::destination_of(dst), e);
@@ -20,10 +31,8 @@ int listed(D& dst, const E& e, bool on = true, std::size_t min_moving_bytes = 0)
 }  // namespace
 
 TEST_CASE("stream_prefetch lists the contiguous leaves that move along the rows", "[prefetch]") {
-  auto x = fuse_test::random_tensor<float, 2>({6, 4096}, 1);
-  auto y = fuse_test::random_tensor<float, 2>({6, 4096}, 2);
-  auto bias = fuse_test::random_tensor<float, 1>({4096}, 3);
-  fuse::tensor<float, 2> out(6, 4096);
+  rows_of_4096 d(1);
+  auto& [x, y, bias, out] = d;
   CHECK(listed(out, x + bias) == 1);      // a 16 KiB broadcast row stays in cache
   CHECK(listed(out, x * y + bias) == 2);  // x and y
   CHECK(listed(out, x * x + x) == 1);     // one leaf, read three times
@@ -96,10 +105,8 @@ bool streams_by_itself(D& dst, const E& e, bool& shared) {
 }  // namespace
 
 TEST_CASE("stream_prefetch asks ahead only along passes that compute", "[prefetch]") {
-  auto x = fuse_test::random_tensor<float, 2>({6, 4096}, 10);
-  auto y = fuse_test::random_tensor<float, 2>({6, 4096}, 11);
-  auto bias = fuse_test::random_tensor<float, 1>({4096}, 12);
-  fuse::tensor<float, 2> out(6, 4096);
+  rows_of_4096 d(10);
+  auto& [x, y, bias, out] = d;
   bool shared = false;
   // A loop that mostly loads: the hardware prefetcher keeps up.
   CHECK(streams_by_itself(out, x * y + bias, shared));

@@ -42,8 +42,9 @@ inline constexpr index_t prefetch_distance_bytes = 2048;
 // prefetcher keeps up with a loop that mostly loads, and asking as well only adds instructions
 // and queues behind the miss buffers. sum(x * x) over 2^25 floats on 2 threads, Zen 4: 23-27 ->
 // 31-41 GB/s without (the hand-written loop 29-33 in the same runs; docs/performance.md).
+inline constexpr int stream_prefetch_min_flops = 8;
 template <class Ev>
-inline constexpr bool streams_by_itself = flops_of<Ev>::value < 8;
+inline constexpr bool streams_by_itself = flops_of<Ev>::value < stream_prefetch_min_flops;
 
 // The memory leaves of an iteration space (each distinct one once) that run contiguously along
 // its last axis, with their strides over the other axes in bytes.

@@ -218,7 +218,8 @@ void run_rows(const It& it, index_t first, index_t last, bool reuse, bool stream
 #if defined(_OPENMP)
 // The online pair of a row split across threads: each thread's range in one pass, with slots of
 // its own (the running shift is per range); the parts combined, the slots written. False as
-// run_online_pair. (var(x) or logsumexp(x) over a whole long vector: one pass over memory, not two.)
+// run_online_pair. (var(x) over a whole long vector, softmax of one long row: one pass over
+// memory, not two.)
 template <bool Unit, class It>
 bool run_split_online_pair(const It& it, int threads, row_slot* slots, const index_t* idx, const shared_plan* shared,
                            const stream_prefetch<It::rank>& long_rows) {
@@ -226,7 +227,7 @@ bool run_split_online_pair(const It& it, int threads, row_slot* slots, const ind
   using Phases = decltype(it.phases);
   constexpr online_pair_t pair = online_pair<Phases>();
   const index_t n = it.shape[R - 1];
-  std::vector<online_part> parts(std::size_t(threads), online_part{true, 0, 0, 0});
+  std::vector<online_part> parts(static_cast<std::size_t>(threads));  // empty parts (a thread omp did not start)
 #pragma omp parallel num_threads(threads)
   {
     const index_t t = omp_get_thread_num(), nt = omp_get_num_threads();
