@@ -14,13 +14,16 @@ namespace fuse::detail {
 // Longest row whose operand is buffered (bytes, per thread: stays in L2).
 inline constexpr std::size_t cache_max_bytes = std::size_t(1) << 20;
 
-// Element i of the current row from the buffer a phase filled.
+// Element i of the current row from the buffer a phase filled. The row kernel points *source at
+// the row's buffer before it positions the epilogue on that row (rows run in batches of
+// row_batch.hpp each have their own); seek() reads it once per row.
 template <class T>
 struct cached_eval {
   using value_type = T;
+  const T* const* source = nullptr;
   const T* buf = nullptr;
   // Host and device only because map_eval's members are (nvcc checks the call); runs on the CPU.
-  FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t*) {}
+  FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t*) { buf = *source; }
   FUSE_HOST_DEVICE FUSE_INLINE void bind(const row_slot*) {}
   template <bool Unit, class... Env>
   FUSE_HOST_DEVICE FUSE_INLINE T at(index_t i, const Env&...) const { return buf[i]; }

@@ -21,6 +21,8 @@
 #include "fuse/backend/cpu/prefetch.hpp"
 #include "fuse/backend/cpu/row_online.hpp"
 #include "fuse/backend/cpu/row_reduce.hpp"
+#include "fuse/backend/cpu/row_batch.hpp"
+#include "fuse/backend/cpu/row_write.hpp"
 #include "fuse/core/row_iteration.hpp"
 #include "fuse/core/shared_subtree.hpp"
 
@@ -33,60 +35,6 @@ auto phase_shared_plans(const Phases& phases, const int* alias) {
   std::size_t k = 0;
   for_each(phases, [&](const auto& p) { plans[k++] = plan_shared(p.child, alias); });
   return plans;
-}
-
-// Does the epilogue write with streaming stores? As the elementwise kernel (executor.hpp): large
-// contiguous outputs, which then cost no read of the lines they write.
-template <class It>
-bool streams(const It& it) {
-  using T = std::remove_pointer_t<decltype(it.out)>;
-  if constexpr (can_stream_v<T>) {
-    return it.unit && !it.root_reduction && std::size_t(it.size()) * sizeof(T) >= streaming_store_bytes;
-  } else {
-    return false;
-  }
-}
-
-// Streaming stores are weakly ordered: a thread publishes them before it joins.
-inline void publish_streamed(bool stream) {
-  if (stream) stream_fence();
-}
-
-// The epilogue of the row at idx (outer part set), elements [begin, end) of every sub-row; a
-// reduction root writes its one value per row instead.
-template <bool Unit, class It, class Ev>
-void write_row(const It& it, Ev& ev, index_t* idx, index_t begin, index_t end, bool stream, stream_prefetch<It::rank>& pf) {
-  constexpr std::size_t R = It::rank;
-  using T = std::remove_pointer_t<decltype(it.out)>;
-  if (it.root_reduction) {
-    if (begin != 0) return;
-    for (std::size_t d = it.inner_first; d < R; ++d) idx[d] = 0;
-    ev.seek(idx);
-    it.out[row_offset<R>(it.out_stride, idx)] = static_cast<T>(ev.template at<Unit>(0));
-    return;
-  }
-  if (begin >= end) return;
-  index_t sub = 1;
-  for (std::size_t d = it.inner_first; d < R - 1; ++d) sub *= it.shape[d];
-  const index_t os = it.out_stride[R - 1];
-  for (index_t s = 0; s < sub; ++s) {
-    unflatten(s, it.shape, it.inner_first, R - 1, idx);
-    const Ev e = seeked(ev, idx);  // a private copy: the stores below cannot alias its per-row constants
-    T* row = it.out + row_offset<R>(it.out_stride, idx);
-    if constexpr (Unit) {
-      if constexpr (can_stream_v<T>) {
-        if (stream) {
-          pf.seek(idx);
-          write_streaming(row, e, begin, end, pf);
-          continue;
-        }
-      }
-      FUSE_SIMD_LOOP
-      for (index_t i = begin; i < end; ++i) row[i] = e.template at<true>(i);
-    } else {
-      for (index_t i = begin; i < end; ++i) row[i * os] = e.template at<false>(i);
-    }
-  }
 }
 
 // Which pass over a row asks for the next row (row_prefetch, spread along it): the last phase
@@ -165,10 +113,11 @@ struct aligned_delete {
 };
 
 // Rows [first, last); phase Cached (>= 0) shares its operand with the epilogue through a buffer.
-// online: the pair runs as one pass (row_online.hpp).
+// online: the pair runs as one pass (row_online.hpp). Short rows run in batches (row_batch.hpp).
 template <bool Unit, int Cached, class It>
 void run_rows_with(const It& it, index_t first, index_t last, bool stream, bool online) {
   constexpr std::size_t R = It::rank;
+  const bool batched = !online && batches_rows(it);
   auto phases = it.phases;
   row_slot slots[It::phase_count > 0 ? It::phase_count : 1] = {};
   for_each(phases, [&](auto& p) { p.bind(slots); });
@@ -179,8 +128,9 @@ void run_rows_with(const It& it, index_t first, index_t last, bool stream, bool 
   const auto phase_shared = phase_shared_plans(phases, it.alias);
   std::unique_ptr<online_rows<R>> online_state;
   if (online) online_state = std::make_unique<online_rows<R>>(it);
-  auto rows = [&](const auto& epilogue, auto buf) {
+  auto rows = [&](const auto& epilogue, auto buf, index_t buf_stride, auto source) {
     with_shared(epilogue, plan_shared(epilogue, it.alias), [&](const auto& e) {
+      if (batched) return run_batches<Unit, Cached>(it, first, last, e, phase_shared.data(), stream, ahead, buf, buf_stride, source);
       auto ev = e;
       ev.bind(slots);
       for (index_t o = first; o < last; ++o) {
@@ -196,12 +146,17 @@ void run_rows_with(const It& it, index_t first, index_t last, bool stream, bool 
     using C = phase_child_t<decltype(it.phases), std::size_t(Cached)>;
     using CT = typename C::value_type;
     // 64-byte aligned: new[]'s 16 bytes split half the 32-byte stores across cache lines
-    // (softmax [16384, 1024], 2 threads: +4-26% in four alternating pairs, Zen 3).
-    const std::size_t n = std::size_t(std::max<index_t>(it.shape[R - 1], 1));
-    const std::unique_ptr<CT[], aligned_delete> buf(static_cast<CT*>(::operator new(n * sizeof(CT), std::align_val_t(64))));
-    rows(substitute<C>(it.eval, cached_eval<CT>{buf.get()}), buf.get());
+    // (softmax [16384, 1024], 2 threads: +4-26% in four alternating pairs, Zen 3). A batch's rows
+    // each start on a line of their own.
+    constexpr index_t line = index_t(64 / sizeof(CT) > 0 ? 64 / sizeof(CT) : 1);
+    const index_t n = std::max<index_t>(it.shape[R - 1], 1);
+    const index_t stride = (n + line - 1) / line * line;
+    const std::size_t elements = std::size_t(batched ? stride * row_batch : n);
+    const std::unique_ptr<CT[], aligned_delete> buf(static_cast<CT*>(::operator new(elements * sizeof(CT), std::align_val_t(64))));
+    const CT* current = buf.get();  // the row buffer the epilogue reads (cached_eval)
+    rows(substitute<C>(it.eval, cached_eval<CT>{&current}), buf.get(), stride, &current);
   } else {
-    rows(it.eval, nullptr);
+    rows(it.eval, nullptr, 0, nullptr);
   }
 }
 

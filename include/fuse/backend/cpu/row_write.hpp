@@ -1,0 +1,67 @@
+// fuse/backend/cpu/row_write.hpp - the CPU row kernel's epilogue: writes a row (or a range of it)
+// from the epilogue's evaluator, with streaming stores for large contiguous outputs, or the one
+// value per row of a reduction root.
+#pragma once
+
+#include "fuse/backend/cpu/executor.hpp"
+#include "fuse/backend/cpu/prefetch.hpp"
+#include "fuse/backend/cpu/row_reduce.hpp"
+#include "fuse/core/row_iteration.hpp"
+
+namespace fuse::detail {
+
+// Does the epilogue write with streaming stores? As the elementwise kernel (executor.hpp): large
+// contiguous outputs, which then cost no read of the lines they write.
+template <class It>
+bool streams(const It& it) {
+  using T = std::remove_pointer_t<decltype(it.out)>;
+  if constexpr (can_stream_v<T>) {
+    return it.unit && !it.root_reduction && std::size_t(it.size()) * sizeof(T) >= streaming_store_bytes;
+  } else {
+    return false;
+  }
+}
+
+// Streaming stores are weakly ordered: a thread publishes them before it joins.
+inline void publish_streamed(bool stream) {
+  if (stream) stream_fence();
+}
+
+// The epilogue of the row at idx (outer part set), elements [begin, end) of every sub-row; a
+// reduction root writes its one value per row instead.
+template <bool Unit, class It, class Ev>
+void write_row(const It& it, Ev& ev, index_t* idx, index_t begin, index_t end, bool stream, stream_prefetch<It::rank>& pf) {
+  constexpr std::size_t R = It::rank;
+  using T = std::remove_pointer_t<decltype(it.out)>;
+  if (it.root_reduction) {
+    if (begin != 0) return;
+    for (std::size_t d = it.inner_first; d < R; ++d) idx[d] = 0;
+    ev.seek(idx);
+    it.out[row_offset<R>(it.out_stride, idx)] = static_cast<T>(ev.template at<Unit>(0));
+    return;
+  }
+  if (begin >= end) return;
+  index_t sub = 1;
+  for (std::size_t d = it.inner_first; d < R - 1; ++d) sub *= it.shape[d];
+  const index_t os = it.out_stride[R - 1];
+  for (index_t s = 0; s < sub; ++s) {
+    unflatten(s, it.shape, it.inner_first, R - 1, idx);
+    const Ev e = seeked(ev, idx);  // a private copy: the stores below cannot alias its per-row constants
+    T* row = it.out + row_offset<R>(it.out_stride, idx);
+    if constexpr (Unit) {
+      if constexpr (can_stream_v<T>) {
+        if (stream) {
+          pf.seek(idx);
+          write_streaming(row, e, begin, end, pf);
+          continue;
+        }
+      }
+      FUSE_SIMD_LOOP
+      for (index_t i = begin; i < end; ++i) row[i] = e.template at<true>(i);
+    } else {
+      for (index_t i = begin; i < end; ++i) row[i * os] = e.template at<false>(i);
+    }
+  }
+}
+
+}  // namespace fuse::detail

@@ -1,0 +1,85 @@
+// Short rows run in batches (backend/cpu/row_batch.hpp): each row of a batch has its own slots and
+// row buffer. Row counts around the batch size and the thread split, rows on both sides of the
+// batching limit, against double references: softmax (a buffered operand), layer norm (a repeated
+// phase), rms norm, reduction roots, strided rows and rows over two axes.
+#include "reduce_support.hpp"
+
+using namespace rt;
+
+namespace {
+
+constexpr index_t batch_limit = fuse::detail::batch_max_row_elements;
+
+std::vector<double> row_of(const fuse::tensor<float, 2>& x, index_t r) {
+  const index_t n = x.extent(1);
+  return std::vector<double>(x.data() + r * n, x.data() + (r + 1) * n);
+}
+
+}  // namespace
+
+TEST_CASE("batched short rows: softmax, layer norm and rms norm per row, any row count, 1 and 2 threads", "[batch]") {
+  static_assert(batch_limit >= 64, "the sizes below expect rows of 64 to be batched");
+  for (int threads : {1, 2}) {
+    const fuse::cpu exec{.threads = threads};
+    for (index_t n : {index_t(1), index_t(7), index_t(64), batch_limit, batch_limit + 1}) {
+      for (index_t m : {1, 2, 3, 5, 8, 9, 13, 1027}) {  // 1027: split across threads (513 + 514 rows) where m * n is large enough
+        CAPTURE(threads, n, m);
+        auto x = random<float, 2>({m, n}, unsigned(100 * m + n), -4, 4);
+        auto g = random<float, 1>({n}, 7, 0.5, 1.5);
+        auto b = random<float, 1>({n}, 8, -1, 1);
+        fuse::tensor<float, 2> sm(m, n), ln(m, n), rn(m, n);
+        fuse::assign(exec, sm, fuse::softmax(x, fuse::axis<-1>));
+        fuse::assign(exec, ln, fuse::layer_norm(x, g, b, 1e-5));
+        fuse::assign(exec, rn, fuse::rms_norm(x, g, 1e-6));
+        for (index_t r = 0; r < m; ++r) {
+          const auto row = row_of(x, r);
+          const double mx = ref_max(row), mean = ref_mean(row), rstd = 1 / std::sqrt(ref_var(row) + 1e-5);
+          double s = 0, sq = 0;
+          for (double v : row) s += std::exp(v - mx), sq += v * v;
+          const double rr = 1 / std::sqrt(sq / double(n) + 1e-6);
+          for (index_t j = 0; j < n; ++j) {
+            REQUIRE(close(sm(r, j), std::exp(row[j] - mx) / s, 2e-5, 1e-12));
+            REQUIRE(close(ln(r, j), (row[j] - mean) * rstd * g(j) + b(j), 1e-4, 1e-4));
+            REQUIRE(close(rn(r, j), row[j] * rr * g(j), 1e-5));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("batched short rows: reduction roots, strided rows, rows over two axes", "[batch]") {
+  for (int threads : {1, 2}) {
+    const fuse::cpu exec{.threads = threads};
+    for (index_t m : {1, 3, 6, 11}) {
+      CAPTURE(threads, m);
+      const index_t n = 37;
+      auto x = random<float, 2>({m, n}, unsigned(m), -3, 3);
+      // One value per row (a reduction root), two phases: var = mean(square(x - mean(x))).
+      fuse::tensor<float, 2> v(m, 1), mx(m, 1);
+      fuse::assign(exec, v, fuse::var(x, fuse::axis<-1>));
+      fuse::assign(exec, mx, fuse::max(x, fuse::axis<-1>));
+      // Strided rows: the rows of x's transpose are x's columns.
+      auto xt = fuse::transpose(x);
+      fuse::tensor<float, 2> ct(n, m);
+      fuse::assign(exec, ct, xt - fuse::mean(xt, fuse::axis<-1>));
+      // Rows over two axes: [m, 5, 7] normalised over the last two.
+      auto z = random<float, 3>({m, 5, 7}, unsigned(m + 50), -2, 2);
+      fuse::tensor<float, 3> zn(m, 5, 7);
+      fuse::assign(exec, zn, z - fuse::sum(z, fuse::axes<1, 2>) / 35.f);
+      for (index_t r = 0; r < m; ++r) {
+        const auto row = row_of(x, r);
+        REQUIRE(close(v(r, 0), ref_var(row), 1e-5, 1e-7));
+        REQUIRE(mx(r, 0) == float(ref_max(row)));
+        double zs = 0;
+        for (index_t k = 0; k < 35; ++k) zs += z.data()[r * 35 + k];
+        for (index_t k = 0; k < 35; ++k) REQUIRE(close(zn.data()[r * 35 + k], z.data()[r * 35 + k] - zs / 35, 1e-5, 1e-5));
+      }
+      for (index_t c = 0; c < n; ++c) {
+        double s = 0;
+        for (index_t r = 0; r < m; ++r) s += x(r, c);
+        for (index_t r = 0; r < m; ++r) REQUIRE(close(ct(c, r), x(r, c) - s / double(m), 1e-5, 1e-5));
+      }
+    }
+  }
+}
