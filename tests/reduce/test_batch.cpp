@@ -22,7 +22,8 @@ TEST_CASE("batched short rows: softmax, layer norm and rms norm per row, any row
   for (int threads : {1, 2}) {
     const fuse::cpu exec{.threads = threads};
     for (index_t n : {index_t(1), index_t(7), index_t(64), batch_limit, batch_limit + 1}) {
-      for (index_t m : {1, 2, 3, 5, 8, 9, 13, 1027}) {  // 1027: split across threads (513 + 514 rows) where m * n is large enough
+      for (index_t m : {1, 2, 3, 5, 8, 9, 13, 1027}) {
+        if (m == 1027 && n != 64) continue;  // [1027, 64]: large enough to split across threads (513 + 514 rows)
         CAPTURE(threads, n, m);
         auto x = random<float, 2>({m, n}, unsigned(100 * m + n), -4, 4);
         auto g = random<float, 1>({n}, 7, 0.5, 1.5);

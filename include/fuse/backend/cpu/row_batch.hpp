@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <type_traits>
 #include <utility>
 
 #include "fuse/backend/cpu/prefetch.hpp"
@@ -54,6 +55,14 @@ std::array<X, sizeof...(B)> bound_copies(const X& x, row_slot (*slots)[P], std::
   return {bound_to(x, slots[B])...};
 }
 
+// Row b's part of the row buffer (none without one). A function, not `buf + b * stride` in the
+// caller: nvcc checks that expression even where `if constexpr` discards it for a null buffer.
+template <class Buf>
+Buf row_buffer(Buf buf, int b, index_t stride) {
+  if constexpr (std::is_null_pointer_v<Buf>) return nullptr;
+  else return buf + b * stride;
+}
+
 // Rows [first, last) in batches. epilogue: the epilogue's evaluator (sharing applied, unbound);
 // phase Cached (>= 0) stores row b's operand at buf + b * buf_stride, and *source tells the
 // epilogue's cached_eval which row's buffer to read.
@@ -82,7 +91,7 @@ void run_batches(const It& it, index_t first, index_t last, const Ev& epilogue, 
           const auto& p = get<k>(phases[std::size_t(b)]);
           const auto total = [&] {
             if constexpr (int(k) == Cached)
-              return reduce_row<Unit>(p, shared[k], it.shape, it.inner_first, idx[b], 0, n, pf, buf + b * buf_stride);
+              return reduce_row<Unit>(p, shared[k], it.shape, it.inner_first, idx[b], 0, n, pf, row_buffer(buf, b, buf_stride));
             else
               return reduce_row<Unit>(p, shared[k], it.shape, it.inner_first, idx[b], 0, n, pf);
           }();
@@ -92,7 +101,7 @@ void run_batches(const It& it, index_t first, index_t last, const Ev& epilogue, 
       (phase(std::integral_constant<std::size_t, K>{}), ...);
     }(std::make_index_sequence<Phases::size>{});
     for (int b = 0; b < count; ++b) {
-      if constexpr (Cached >= 0) *source = buf + b * buf_stride;
+      if constexpr (Cached >= 0) *source = row_buffer(buf, b, buf_stride);
       write_row<Unit>(it, evs[std::size_t(b)], idx[b], 0, n, stream, pf);
     }
   }
