@@ -125,9 +125,9 @@ TEST_CASE("kernels_v: 1 for the layers and hand-written forms, 2 for a broadcast
 }
 
 TEST_CASE("a group broken at run time: each reduction a one-phase kernel, innermost first, in plan and values") {
-  // The group's rows have 1 element (x is [8, 1]) and the reductions' operand 5: assign_fused's
+  // The group's rows have 2 elements (x is [8, 2]) and the reductions' operand 5: assign_fused's
   // split_group<..., true> runs max(b), then sum(exp(b - max)), then the elementwise root.
-  auto x = random<float, 2>({8, 1}, 44);
+  auto x = random<float, 2>({8, 2}, 44);
   auto b = random<float, 2>({8, 5}, 45, -3, 3);
   auto e = x - fuse::sum(fuse::exp(b - fuse::max(b, fuse::axis<-1>)), fuse::axis<-1>);
   static_assert(fuse::kernels_v<decltype(e)> == 1);  // the types alone fuse it
@@ -143,13 +143,49 @@ TEST_CASE("a group broken at run time: each reduction a one-phase kernel, innerm
     const std::vector<double> row(b.data() + i * 5, b.data() + (i + 1) * 5);
     double s = 0;
     for (double v : row) s += std::exp(v - ref_max(row));
-    CHECK(close(y(i, 0), double(x(i, 0)) - s, 1e-6, 1e-6));
+    for (index_t j = 0; j < 2; ++j) CHECK(close(y(i, j), double(x(i, j)) - s, 1e-6, 1e-6));
+  }
+}
+
+TEST_CASE("an elementwise root of one value per row over longer rows is one row kernel (logsumexp)") {
+  // x [8, 1] - sum(exp(b - max(b))) with b [8, 5]: the root has extent 1 along the row axis, so the
+  // group runs over b's rows and writes the root once per row (widen_to_rows), as logsumexp does.
+  auto x = random<float, 2>({8, 1}, 44);
+  auto b = random<float, 2>({8, 5}, 45, -3, 3);
+  auto e = x - fuse::sum(fuse::exp(b - fuse::max(b, fuse::axis<-1>)), fuse::axis<-1>);
+  auto p = fuse::plan(e);
+  INFO(p);
+  REQUIRE(p.kernels == 1);
+  CHECK(p.lines[0].what.starts_with("row kernel, 2 phases [max, sum]"));
+  CHECK(p.lines[0].bytes_read == 8 * 5 * 4 + 8 * 4);  // b and x
+  CHECK(p.lines[0].bytes_written == 8 * 4);
+  for (int threads : {1, 2}) {
+    fuse::tensor<float, 2> y(8, 1);
+    fuse::assign(fuse::cpu{threads}, y, e);
+    for (index_t i = 0; i < 8; ++i) {
+      const std::vector<double> row(b.data() + i * 5, b.data() + (i + 1) * 5);
+      double s = 0;
+      for (double v : row) s += std::exp(v - ref_max(row));
+      CHECK(close(y(i, 0), double(x(i, 0)) - s, 1e-6, 1e-6));
+    }
+  }
+  // logsumexp over long rows: one kernel, one pass (the online pair), NumPy's values.
+  auto z = random<float, 2>({3, 20000}, 46, -5, 5);
+  auto lse = fuse::logsumexp(z, fuse::axis<-1>);
+  REQUIRE(fuse::plan(lse).kernels == 1);
+  auto l = fuse::eval(lse);
+  for (index_t i = 0; i < 3; ++i) {
+    const std::vector<double> row(z.data() + i * 20000, z.data() + (i + 1) * 20000);
+    const double m = ref_max(row);
+    double s = 0;
+    for (double v : row) s += std::exp(v - m);
+    CHECK(close(l(i, 0), m + std::log(s), 1e-6, 1e-6));
   }
 }
 
 TEST_CASE("a group broken at run time, on two threads: one-row kernels split the row, strided operands") {
   // sum(a + sum(b)): a [70001], b [40000], so both fallback kernels are single rows, each split
-  // across the threads (run_row_kernel_generic). Then x - max(bt) with x [70000, 1] and bt a
+  // across the threads (run_row_kernel_generic). Then x - max(bt) with x [70000, 2] and bt a
   // transposed [70000, 3]: the max kernel splits its rows and the elementwise one its elements.
   auto a = random<float, 1>({70001}, 50);
   auto b = random<float, 1>({40000}, 51);
@@ -160,13 +196,13 @@ TEST_CASE("a group broken at run time, on two threads: one-row kernels split the
   for (index_t i = 0; i < 70001; ++i) want += double(a(i)) + sb;
   CHECK(close(fuse::eval(fuse::cpu{2}, full)(0), want, 1e-5, 1e-2));
 
-  auto x = random<float, 2>({70000, 1}, 52);
+  auto x = random<float, 2>({70000, 2}, 52);
   auto c = random<float, 2>({3, 70000}, 53);
   auto y = fuse::eval(fuse::cpu{2}, x - fuse::max(fuse::transpose(c), fuse::axis<-1>));
   REQUIRE(y.extent(0) == 70000);
   for (index_t i = 0; i < 70000; ++i) {
     const double m = std::max({double(c(0, i)), double(c(1, i)), double(c(2, i))});
-    REQUIRE(y(i, 0) == float(double(x(i, 0)) - m));
+    for (index_t j = 0; j < 2; ++j) REQUIRE(y(i, j) == float(double(x(i, j)) - m));
   }
 }
 
@@ -193,7 +229,7 @@ TEST_CASE("a reduction that does not join the group leaves it whole, whatever it
 TEST_CASE("a broken group's plan lists its kernels in the order they run: leaving reductions first") {
   // The executor computes the reductions that do not join the group (mean(c, axis<0>)) before
   // splitting the joining ones (sum(b)); the plan says the same, with the same t-numbers.
-  auto x = random<float, 2>({4, 1}, 54);
+  auto x = random<float, 2>({4, 2}, 54);
   auto b = random<float, 2>({4, 5}, 55);
   auto c = random<float, 2>({3, 1}, 56);
   auto e = x - fuse::sum(b, fuse::axis<-1>) + fuse::mean(c, fuse::axis<0>);
@@ -207,7 +243,7 @@ TEST_CASE("a broken group's plan lists its kernels in the order they run: leavin
   const double mc = ref_mean({c(0, 0), c(1, 0), c(2, 0)});
   for (index_t i = 0; i < 4; ++i) {
     const double sb = ref_sum(std::vector<double>(b.data() + i * 5, b.data() + (i + 1) * 5));
-    CHECK(close(y(i, 0), double(x(i, 0)) - sb + mc, 1e-6, 1e-6));
+    for (index_t j = 0; j < 2; ++j) CHECK(close(y(i, j), double(x(i, j)) - sb + mc, 1e-6, 1e-6));
   }
 }
 

@@ -23,6 +23,17 @@ std::vector<double> softmax_row(const fuse::tensor<float, 2>& x, index_t r) {
   return row;
 }
 
+// logsumexp of row r of x in double: -inf for a row of -inf, +inf with a +inf element, NaN with a NaN.
+double logsumexp_row(const fuse::tensor<float, 2>& x, index_t r) {
+  const index_t n = x.extent(1);
+  const std::vector<double> row(x.data() + r * n, x.data() + (r + 1) * n);
+  const double mx = ref_max(row);
+  if (std::isinf(mx) || std::isnan(mx)) return mx;
+  double s = 0;
+  for (double v : row) s += std::exp(v - mx);
+  return mx + std::log(s);
+}
+
 // Rows of 3 blocks (4096 floats) and a SIMD tail: noise plus a trend, so that the running max
 // rises block after block (or is set by the first block), -inf over the first 1.5 blocks, NaN or
 // +inf in the last block, every element -inf.
@@ -42,16 +53,18 @@ fuse::tensor<float, 2> patterned_rows(index_t n) {
 
 }  // namespace
 
-TEST_CASE("online softmax over long rows: rising, falling, -inf, NaN and +inf, against the reference") {
+TEST_CASE("online softmax and logsumexp over long rows: rising, falling, -inf, NaN and +inf, against the reference") {
   for (index_t n : {index_t(4097), index_t(3 * 4096 + 17), index_t(70001)}) {
     CAPTURE(n);
     const auto x = patterned_rows(n);
     auto y = fuse::eval(fuse::softmax(x, fuse::axis<-1>));
     auto ly = fuse::eval(fuse::log_softmax(x, fuse::axis<-1>));
     auto hand = fuse::eval(fuse::exp(x - fuse::max(x, fuse::axis<-1>)) / fuse::sum(fuse::exp(x - fuse::max(x, fuse::axis<-1>)), fuse::axis<-1>));
+    auto lse = fuse::eval(fuse::logsumexp(x, fuse::axis<-1>));
     for (index_t r = 0; r < x.extent(0); ++r) {
       CAPTURE(r);
       const auto ref = softmax_row(x, r);
+      REQUIRE(close(lse(r, 0), logsumexp_row(x, r), 1e-6, 1e-6));
       for (index_t j = 0; j < n; ++j) {
         REQUIRE(close(y(r, j), ref[j], 2e-5, 1e-30));
         REQUIRE(close(hand(r, j), ref[j], 2e-5, 1e-30));
@@ -124,7 +137,7 @@ TEST_CASE("online mean and variance over long rows: layer norm, var and the hand
 // One long row on two threads (fewer rows than threads: the row is split, cpu/row_kernel.hpp's
 // run_split_online_pair): each thread's range runs the pair online and the parts are combined -
 // the running maxima and rescaled sums, or Chan's update of the ranges' means and squares.
-TEST_CASE("online pairs over a row split across threads: softmax, layer norm, var of a whole vector") {
+TEST_CASE("online pairs over a row split across threads: softmax, logsumexp, layer norm, var of a whole vector") {
   const fuse::cpu two{2};
   const index_t n = 70001;  // two threads' worth (threads_for), blocks of 4096 and a tail per range
   const auto rows = patterned_rows(n);
@@ -135,6 +148,9 @@ TEST_CASE("online pairs over a row split across threads: softmax, layer norm, va
     fuse::tensor<float, 2> y(1, n), ly(1, n);
     fuse::assign(two, y, fuse::softmax(x, fuse::axis<-1>));
     fuse::assign(two, ly, fuse::log_softmax(x, fuse::axis<-1>));
+    fuse::tensor<float, 0> lse{fuse::shape_t<0>{}};
+    fuse::assign(two, lse, fuse::logsumexp(x));  // every axis: one row of n
+    REQUIRE(close(lse(), logsumexp_row(x, 0), 1e-6, 1e-6));
     const auto ref = softmax_row(x, 0);
     for (index_t j = 0; j < n; ++j) {
       REQUIRE(close(y(0, j), ref[j], 2e-5, 1e-30));
@@ -194,5 +210,6 @@ TEST_CASE("every kernel of one translation unit finds its online pair") {
   CHECK((sm.kind == online_kind::softmax && sm.max_phase == 0 && sm.read_phase == 1 && sm.sum_phase == 2));
   CHECK((lsm.kind == online_kind::softmax && lsm.max_phase == 0 && lsm.read_phase == 1 && lsm.sum_phase == 2));
   CHECK(!pair_of(fuse::rms_norm(x, g)).found());
-  CHECK(!pair_of(fuse::logsumexp(x, fuse::axis<-1>)).found());
+  const auto lse = pair_of(fuse::logsumexp(x, fuse::axis<-1>));
+  CHECK((lse.kind == online_kind::softmax && lse.max_phase == 0 && lse.read_phase == 1 && lse.sum_phase == 2));
 }

@@ -139,6 +139,9 @@ void assign_fused(const Exec& exec, D&& d, const E& e) {
     } else if (fits_group<R, group::mask>(g, shape)) {
       auto it = make_row_iteration<R>(dst, g, shape, group::mask);
       run_checked(exec, it, via_temporary);
+    } else if (shape_t<R> rows = shape; widen_to_rows<R, group::mask>(g, rows)) {
+      auto it = make_row_iteration<R>(dst, g, rows, group::mask, true);  // one value per row
+      run_checked(exec, it, via_temporary);
     } else {
       // Run-time shapes break the group: every reduction below the root becomes its own kernel.
       const auto split = split_group<R, group::mask, true>(exec, arena, g);

@@ -45,6 +45,14 @@ struct fn_of_shift<map_eval<R, C, F, map_eval<R2, C2, fn::sub, A, slot_eval<T, K
   static constexpr std::size_t slot = K;
 };
 
+// logsumexp's f(A - finite_or_zero(slot K)), a row constant (invariant_eval, computed when the
+// operand is seeked: the online pass seeks it again after each new shift): the same shift wherever
+// the max is finite, and a row whose max is not finite runs as two phases anyway (finish_online).
+template <class R, class C, class F, class R2, class C2, class A, class TI, class R3, class C3, class T, std::size_t K>
+struct fn_of_shift<
+    map_eval<R, C, F, map_eval<R2, C2, fn::sub, A, invariant_eval<TI, map_eval<R3, C3, fn::finite_or_zero, slot_eval<T, K>>>>>>
+    : fn_of_shift<map_eval<R, C, F, map_eval<R2, C2, fn::sub, A, slot_eval<T, K>>>> {};
+
 template <class Phases, std::size_t K>
 using phase_at_t = std::remove_cvref_t<decltype(get<K>(std::declval<Phases&>()))>;
 

@@ -189,12 +189,14 @@ void move_axes_last(index_t* shape, const std::vector<index_t*>& sets, std::uint
 }
 
 // dst: the destination (for a reduction root, the reduced shape); shape: the group's shape (R axes);
-// mask: the row axes of the group.
+// mask: the row axes of the group. one_per_row: an elementwise root written once per row, as a
+// reduction root is (widen_to_rows, plan/fusion.hpp).
 template <std::size_t R, class T, std::size_t RD, class E>
-auto make_row_iteration(const destination<T, RD>& dst, const E& e, const shape_t<R>& shape, std::uint32_t mask) {
+auto make_row_iteration(const destination<T, RD>& dst, const E& e, const shape_t<R>& shape, std::uint32_t mask,
+                        bool one_per_row = false) {
   auto ev = e.template evaluator<R, 0>(shape);
   auto phases = collect_phases<R, 0>(e, shape);
-  row_iteration<T, R, decltype(ev), decltype(phases)> it{dst.data, {}, {}, 0, ev, phases, {}, true, is_reduce_v<E>};
+  row_iteration<T, R, decltype(ev), decltype(phases)> it{dst.data, {}, {}, 0, ev, phases, {}, true, is_reduce_v<E> || one_per_row};
   std::copy(shape.begin(), shape.end(), it.shape);
   // The destination's axes, aligned on the trailing group axes; stride 0 where it has extent 1
   // (a reduction root writes one value per row).

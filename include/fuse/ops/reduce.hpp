@@ -237,18 +237,29 @@ auto var(E&& e, Axes... ax) {
   });
 }
 
+namespace fn {
+// logsumexp's shift: m, or 0 where m is infinite (NaN stays NaN); what where(abs(m) == inf, 0, m)
+// computes, as one node, so that the row kernel recognises the shift of an online pair
+// (core/online_pair.hpp).
+struct finite_or_zero {
+  static constexpr const char* name = "finite_or_zero";
+  static constexpr int flops = 2;
+  using promotion = fuse::promotion::arith;
+  template <class T>
+  FUSE_HOST_DEVICE FUSE_INLINE T operator()(T m) const {
+    if constexpr (std::numeric_limits<T>::has_infinity) return math::fabs(m) == std::numeric_limits<T>::infinity() ? T(0) : m;
+    else return m;
+  }
+};
+}  // namespace fn
+
 namespace detail {
 // The max used to shift logsumexp: an infinite (or empty) max shifts by 0, so that all -inf gives
 // -inf and a +inf element gives +inf rather than NaN.
 template <class E, class... Axes>
 auto safe_shift(const E& x, Axes...) {
-  if constexpr (sizeof...(Axes) == 0) {
-    auto m = make_reduce_all<max_or_empty_op>(x);
-    return where(abs(m) == std::numeric_limits<typename E::value_type>::infinity(), 0, m);
-  } else {
-    auto m = make_reduce<max_or_empty_op, Axes...>(x);
-    return where(abs(m) == std::numeric_limits<typename E::value_type>::infinity(), 0, m);
-  }
+  if constexpr (sizeof...(Axes) == 0) return make_map(fn::finite_or_zero{}, make_reduce_all<max_or_empty_op>(x));
+  else return make_map(fn::finite_or_zero{}, make_reduce<max_or_empty_op, Axes...>(x));
 }
 }  // namespace detail
 

@@ -120,6 +120,44 @@ bool fits_group(const E& e, const shape_t<R>& shape) {
   return ok;
 }
 
+// shape's row axes (M) set to the extents that the group's first joining reduction reduces.
+template <std::size_t R, std::uint32_t M, class E>
+bool take_row_extents(const E& e, shape_t<R>& shape) {
+  if constexpr (is_reduce_v<E> && joins_group<E, R, M>) {
+    constexpr std::size_t rc = E::child_rank;
+    const auto cs = e.child.shape();
+    for (std::size_t d = 0; d < rc; ++d)
+      if ((M >> (d + R - rc)) & 1) shape[d + R - rc] = cs[d];
+    return true;
+  } else if constexpr (requires { e.args; }) {
+    bool found = false;
+    for_each(e.args, [&](const auto& a) { found = found || take_row_extents<R, M>(a, shape); });
+    return found;
+  } else {
+    return false;
+  }
+}
+
+// An elementwise root of extent 1 along every row axis over reductions of longer rows
+// (logsumexp: m + log(sum(exp(x - m))) with m the max, reduced axes kept): one value per row. Its
+// group runs over the reductions' extents (`shape` widened to them) and writes the root once per
+// row, as a reduction root does; every leaf of the root outside the reductions has extent 1
+// along the row axes (else the root would not), so evaluating it at the row's first element is
+// exact. False (shape unchanged) where that does not hold; the group then splits.
+template <std::size_t R, std::uint32_t M, class E>
+bool widen_to_rows(const E& e, shape_t<R>& shape) {
+  if constexpr (is_reduce_v<E> || M == 0) {
+    return false;
+  } else {
+    for (std::size_t d = 0; d < R; ++d)
+      if (((M >> d) & 1) && shape[d] != 1) return false;
+    shape_t<R> wide = shape;
+    if (!take_row_extents<R, M>(e, wide) || !fits_group<R, M>(e, wide)) return false;
+    shape = wide;
+    return true;
+  }
+}
+
 template <class E>
 struct fusion;
 

@@ -212,7 +212,8 @@ std::string emit_group(const E& e, plan_report& p) {
   computed_map before;
   emit_leaving<R, G::mask>(e, p, before);
   // Run-time shapes that break the group make each reduction below its root a kernel.
-  group_walk g{.plan = p, .before = before, .split = !fits_group<R, G::mask>(e, shape)};
+  shape_t<R> rows = shape;
+  group_walk g{.plan = p, .before = before, .split = !fits_group<R, G::mask>(e, shape) && !widen_to_rows<R, G::mask>(e, rows)};
   const std::string what = walk_group<R, G::mask>(e, g);
   return emit_kernel(e, g, what, g.split ? " (split at run time: a reduction's extent differs from the group's)" : "");
 }

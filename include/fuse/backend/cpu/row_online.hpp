@@ -85,8 +85,10 @@ inline online_part combine_softmax(const online_part& x, const online_part& y) {
 // the running max m (the running sum is rescaled by exp(m_old - m)), then the block's exp(x - m)
 // are summed (and stored in buf; state.block_max keeps each block's m for the epilogue's
 // rescaling). Every element -inf: m = -inf, the sum 0.
+// e is seeked again after each new shift (idx: the row): a row constant of it that reads the shift
+// (logsumexp's finite_or_zero(m)) is computed when it is seeked.
 template <bool Unit, class PK, class PJ, class A, class E, class SetShift, std::size_t R, class Buf>
-online_part online_softmax_range(const A& a, const E& e, index_t begin, index_t end, SetShift set_shift,
+online_part online_softmax_range(const A& a, E e, const index_t* idx, index_t begin, index_t end, SetShift set_shift,
                                  const stream_prefetch<R>& pf, online_rows<R>& state, Buf buf) {
   using Max = typename PK::acc_type;
   constexpr Max inf = std::numeric_limits<Max>::infinity();
@@ -103,6 +105,7 @@ online_part online_softmax_range(const A& a, const E& e, index_t begin, index_t 
     // While every element so far is -inf, the shift is 0: exp(-inf - 0) = 0, so the block adds 0
     // and stores 0, which its factor exp(-inf - m) = 0 keeps 0.
     set_shift(typename PK::result_type(m == -inf ? Max(0) : m));
+    e.seek(idx);
     state.block_max[std::size_t((b - begin) / block_elements)] = double(m);
     s += reduce_range<sum_op, typename PJ::acc_type, Unit>(e, b, stop, pf, buf);
   }
@@ -181,7 +184,7 @@ online_part online_pair_range(const Phases& phases, const shared_plan* shared, r
       pf.seek(idx);
       pf.lead(block_elements);
       if constexpr (online_pair_v<Phases>.kind == online_kind::softmax)
-        part = online_softmax_range<Unit, PK, PJ>(a, e, begin, end, set_shift, pf, state, buf);
+        part = online_softmax_range<Unit, PK, PJ>(a, e, idx, begin, end, set_shift, pf, state, buf);
       else part = online_variance_range<Unit, PK, PJ>(a, e, begin, end, set_shift, pf, state);
       pf.lead(-1);
     });

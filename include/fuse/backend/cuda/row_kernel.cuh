@@ -304,10 +304,17 @@ __global__ void split_finish_kernel(It it, const Total* partial, int blocks_per_
   if (row >= it.rows()) return;
   Total t = P::op::template identity<Total>();
   for (int b = 0; b < blocks_per_row; ++b) t = P::op::combine(t, partial[row * blocks_per_row + b]);
+  // The root at the row's first element: the reduction's value, or an elementwise root over it
+  // written once per row (widen_to_rows, plan/fusion.hpp).
+  row_slot slots[1];
+  write_slot(slots[P::slot], P::op::template finalize<typename P::result_type>(t, get<0>(it.phases).count));
+  auto ev = it.eval;
+  ev.bind(slots);
   index_t idx[R] = {};
   outer_index(it, row, idx);
-  it.out[row_offset<R>(it.out_stride, idx)] =
-      static_cast<T>(P::op::template finalize<typename P::result_type>(t, get<0>(it.phases).count));
+  for (std::size_t d = it.inner_first; d < R; ++d) idx[d] = 0;
+  ev.seek(idx);
+  it.out[row_offset<R>(it.out_stride, idx)] = static_cast<T>(ev.template at<false>(0));
 }
 
 template <row_group G, class It>
