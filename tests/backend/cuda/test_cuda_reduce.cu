@@ -74,6 +74,22 @@ TEST_CASE("cuda: long rows, few of them: a cluster of blocks per row on sm_90, e
   REQUIRE(std::abs(v - vref) <= 1e-5 * vref);
 }
 
+TEST_CASE("cuda: a root of one value per row over longer rows (logsumexp) is one row kernel") {
+  // widen_to_rows (plan/fusion.hpp): the root is written once per row. [4, 70001] with one phase
+  // takes the split reduction (few long rows), whose finish now evaluates the root.
+  for (auto [m, n] : {std::pair<long, long>{37, 33}, {300, 1024}, {3, 70001}, {4, 70001}}) {
+    auto hx = random_host<2>({m, n}, unsigned(5 * m + n));
+    auto hc = random_host<2>({m, 1}, 9);
+    fuse::device_tensor<float, 2> x(m, n), c(m, 1);
+    fuse::copy(x, hx), fuse::copy(c, hc);
+    require_close(host_of(fuse::eval(fuse::cuda{}, fuse::logsumexp(x, fuse::axis<-1>))),
+                  fuse::eval(fuse::logsumexp(hx, fuse::axis<-1>)), 1e-5, 1e-5);
+    auto de = c - 2.f * fuse::mean(x, fuse::axis<-1>);
+    REQUIRE(fuse::plan(fuse::cuda{}, de).kernels == 1);
+    require_close(host_of(fuse::eval(fuse::cuda{}, de)), fuse::eval(hc - 2.f * fuse::mean(hx, fuse::axis<-1>)), 1e-5, 1e-5);
+  }
+}
+
 TEST_CASE("cuda: full reductions (two-stage) are accurate; empty extents give identities") {
   const long n = (1 << 22) + 3;
   auto hx = random_host<1>({n}, 4, 0.f, 1.f);
