@@ -102,40 +102,29 @@ inline constexpr bool joins_group = joins_group_f<C, R, M>();
 template <class A, std::size_t R, std::uint32_t M>
 inline constexpr bool stays_in_group = !is_reduce_v<A> || joins_group<A, R, M>;
 
-// Does every reduction that joins the group (rank R, row axes M) reduce exactly the group's
-// extents along its row axes? (Otherwise the run-time shapes force a split. A reduction that
-// does not join is a group of its own, checked there.)
+// f(axis, extent) for each row axis of the group (rank R, row axes M) and the extent that a
+// reduction joining the group reduces along it, every joining reduction in pre-order. (A reduction
+// that does not join is a group of its own, visited there.)
+template <std::size_t R, std::uint32_t M, class E, class F>
+void for_each_row_extent(const E& e, F&& f) {
+  if constexpr (is_reduce_v<E> && joins_group<E, R, M>) {
+    constexpr std::size_t rc = E::child_rank;
+    const auto cs = e.child.shape();
+    for (std::size_t d = 0; d < rc; ++d)
+      if ((M >> (d + R - rc)) & 1) f(d + R - rc, cs[d]);
+    for_each_row_extent<R, M>(e.child, f);
+  } else if constexpr (requires { e.args; }) {
+    for_each(e.args, [&](const auto& a) { for_each_row_extent<R, M>(a, f); });
+  }
+}
+
+// Does every reduction that joins the group reduce exactly the group's extents along its row
+// axes? (Otherwise the run-time shapes force a split.)
 template <std::size_t R, std::uint32_t M, class E>
 bool fits_group(const E& e, const shape_t<R>& shape) {
   bool ok = true;
-  if constexpr (is_reduce_v<E> && joins_group<E, R, M>) {
-    constexpr std::size_t rc = E::child_rank;
-    const auto cs = e.child.shape();
-    for (std::size_t d = 0; d < rc; ++d)
-      if (((M >> (d + R - rc)) & 1) && cs[d] != shape[d + R - rc]) ok = false;
-    return ok && fits_group<R, M>(e.child, shape);
-  } else if constexpr (requires { e.args; }) {
-    for_each(e.args, [&](const auto& a) { ok = ok && fits_group<R, M>(a, shape); });
-  }
+  for_each_row_extent<R, M>(e, [&](std::size_t d, index_t extent) { ok = ok && extent == shape[d]; });
   return ok;
-}
-
-// shape's row axes (M) set to the extents that the group's first joining reduction reduces.
-template <std::size_t R, std::uint32_t M, class E>
-bool take_row_extents(const E& e, shape_t<R>& shape) {
-  if constexpr (is_reduce_v<E> && joins_group<E, R, M>) {
-    constexpr std::size_t rc = E::child_rank;
-    const auto cs = e.child.shape();
-    for (std::size_t d = 0; d < rc; ++d)
-      if ((M >> (d + R - rc)) & 1) shape[d + R - rc] = cs[d];
-    return true;
-  } else if constexpr (requires { e.args; }) {
-    bool found = false;
-    for_each(e.args, [&](const auto& a) { found = found || take_row_extents<R, M>(a, shape); });
-    return found;
-  } else {
-    return false;
-  }
 }
 
 // An elementwise root of extent 1 along every row axis over reductions of longer rows
@@ -152,7 +141,9 @@ bool widen_to_rows(const E& e, shape_t<R>& shape) {
     for (std::size_t d = 0; d < R; ++d)
       if (((M >> d) & 1) && shape[d] != 1) return false;
     shape_t<R> wide = shape;
-    if (!take_row_extents<R, M>(e, wide) || !fits_group<R, M>(e, wide)) return false;
+    bool any = false;
+    for_each_row_extent<R, M>(e, [&](std::size_t d, index_t extent) { wide[d] = extent, any = true; });
+    if (!any || !fits_group<R, M>(e, wide)) return false;
     shape = wide;
     return true;
   }
