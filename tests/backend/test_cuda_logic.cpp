@@ -138,7 +138,7 @@ void check_layer(const F& f, int expected_register_runs, const X&... x) {
 TEST_CASE("cuda register rows (simulated lane by lane): layers against double", "[cuda][registers]") {
   using namespace warp_test;
   using fuse_test::shape;
-  // Up to 1024: a warp per row; 1025 to 8192: a block per row.
+  // Up to 1024: a warp per row; 1025 to 8192: a block per row..
   for (index_t n : {1, 2, 31, 33, 100, 1000, 1024, 1025, 3001, 8192}) {
     for (index_t m : {1, 3}) {
       INFO("rows " << m << " of " << n);
@@ -163,6 +163,10 @@ TEST_CASE("cuda register rows (simulated lane by lane): layers against double", 
       CHECK(block_rows - block_before == (n > 1024 ? 7 : 0));
     }
   }
+  // Empty rows: no lane reads, and a reduction root still writes its identity for each row.
+  auto empty = fuse_test::random_tensor<float>(shape<2>{3, 0}, 5);
+  check_layer([](const auto& a) { return fuse::sum(a * a, fuse::axis<-1>); }, 1, empty);
+  check_layer([](const auto& a) { return fuse::exp(fuse::sum(a, fuse::axis<-1>)); }, 1, empty);
 }
 
 TEST_CASE("cuda register rows (simulated): padded rows use registers; longer or strided rows do not", "[cuda][registers]") {

@@ -166,17 +166,20 @@ __global__ void __launch_bounds__(row_block) row_kernel(It it) {
 }
 
 // Blocks of the register kernel resident per multiprocessor (the register cap is 65536 / (256 *
-// blocks)), from the 32-bit registers a lane's row values need: the source's N values plus, with a
-// kept operand, N more. Measured on the H200 (docs/performance.md, run 8): fp32 softmax (64 data
-// registers) runs best with 3 blocks (80 registers: 0.625 x copy, 0.565 with 4); layer norm fp32
-// (32) and bf16 softmax and layer norm (16 + 32 and 16, two bf16 values per register) with 4 (64
-// registers: 0.508 vs 0.475, 0.33 vs 0.308, 0.27 vs 0.235). FUSE_ROW_REGISTER_MIN_BLOCKS sets one
-// count for every kernel (to measure).
+// blocks)). Without tests per slot (row_registers.hpp, for_each_slot) ptxas interleaves a lane's
+// slots and wants 141-222 registers for softmax and layer norm, fp32 and bf16 (sm_90, nvcc 13):
+// 2 blocks (128 registers) spill nothing, 3 (80) spilled 140 bytes in fp32 softmax. With tests
+// per slot (FUSE_ROW_SLOT_TESTS=1), as measured on the H200 (docs/performance.md, run 8): from
+// the 32-bit registers a lane's row values need (the source's N values plus, with a kept operand,
+// N more), 3 blocks for fp32 softmax (64 data registers: 0.625 x copy, 0.565 with 4), 4 for layer
+// norm fp32 and bf16 softmax and layer norm (0.508 vs 0.475, 0.33 vs 0.308, 0.27 vs 0.235).
+// FUSE_ROW_REGISTER_MIN_BLOCKS sets one count for every kernel (to measure).
 template <class V, class KeptT, bool Keeps>
 constexpr int register_min_blocks() {
 #ifdef FUSE_ROW_REGISTER_MIN_BLOCKS
   return FUSE_ROW_REGISTER_MIN_BLOCKS;
 #else
+  if constexpr (!FUSE_ROW_SLOT_TESTS) return 2;
   constexpr std::size_t data = row_lane_elements * (sizeof(V) + (Keeps ? sizeof(KeptT) : 0)) / 4;
   return data > 48 ? 3 : 4;
 #endif

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <type_traits>
 
 #include "fuse/backend/cuda/alignment.hpp"
@@ -64,6 +65,39 @@ struct first_load<map_eval<R, C, F, A...>> {
 template <class It>
 using row_source_t = typename first_load<std::remove_cvref_t<decltype(get<0>(std::declval<It&>().phases).child)>>::type;
 
+// FUSE_ROW_SLOT_TESTS=1: the register kernel as timed on the H200 up to 2026-11-30 (a test per
+// slot; see for_each_slot), to compare the two in one GPU run.
+#ifndef FUSE_ROW_SLOT_TESTS
+#define FUSE_ROW_SLOT_TESTS 0
+#endif
+
+#ifdef __CUDA_ARCH__
+// *p, or v where `keep`: one predicated load instruction. Written as `keep ? v : *p`, the load
+// was a branch of its own per slot, and the compiler gathered the 32 slots' loads into one
+// region whose values stayed live (spills in the softmax kernel: 16-20 -> 156 bytes).
+template <class T>
+__device__ FUSE_INLINE T load_unless(bool keep, T v, const T* p) {
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8);
+  if constexpr (sizeof(T) == 2) {
+    unsigned short r;
+    std::memcpy(&r, &v, 2);
+    asm("{\n\t.reg .pred q;\n\tsetp.eq.u32 q, %2, 0;\n\t@q ld.global.b16 %0, [%1];\n\t}" : "+h"(r) : "l"(p), "r"(unsigned(keep)));
+    std::memcpy(&v, &r, 2);
+  } else if constexpr (sizeof(T) == 4) {
+    unsigned r;
+    std::memcpy(&r, &v, 4);
+    asm("{\n\t.reg .pred q;\n\tsetp.eq.u32 q, %2, 0;\n\t@q ld.global.b32 %0, [%1];\n\t}" : "+r"(r) : "l"(p), "r"(unsigned(keep)));
+    std::memcpy(&v, &r, 4);
+  } else {
+    unsigned long long r;
+    std::memcpy(&r, &v, 8);
+    asm("{\n\t.reg .pred q;\n\tsetp.eq.u32 q, %2, 0;\n\t@q ld.global.b64 %0, [%1];\n\t}" : "+l"(r) : "l"(p), "r"(unsigned(keep)));
+    std::memcpy(&v, &r, 8);
+  }
+  return v;
+}
+#endif
+
 // An occurrence of the source's type: the register value when it is the source, else a load.
 template <class L>
 struct register_or_load {
@@ -75,6 +109,10 @@ struct register_or_load {
   FUSE_HOST_DEVICE FUSE_INLINE void bind(const row_slot*) {}
   template <bool Unit, class V, class... Env>
   FUSE_HOST_DEVICE FUSE_INLINE value_type at(index_t i, const V& reg, const Env&...) const {
+#if defined(__CUDA_ARCH__) && !FUSE_ROW_SLOT_TESTS
+    if constexpr (Unit && requires { load.row; } && (sizeof(value_type) == 2 || sizeof(value_type) == 4 || sizeof(value_type) == 8))
+      return load_unless<value_type>(in_register, reg, load.row + i);
+#endif
     return in_register ? reg : load.template at<Unit>(i);
   }
   template <class F>
@@ -228,11 +266,42 @@ FUSE_HOST_DEVICE FUSE_INLINE int lane_count(int lane, index_t count) {
   return static_cast<int>(full * P + (rest > 0 ? rest : 0));
 }
 
-// Lane `lane`'s elements of the current row (the source seeked to it) into reg.
+// Every slot of lane `lane` (m of them valid): f(j, i, valid) with i slot j's element, or for a
+// slot past the row's end the row's first element (count > 0). Every slot is evaluated and what
+// an extra one gives is dropped: a test per slot made each slot's work a branch region of its
+// own, and the H200 ran a lane's 32 exponentials one after another, each waiting on its own
+// chain (ncu: a fixed-latency dependency the top stall). Evaluated at an element of the row, an
+// extra slot reads only what the row's own elements read. A full lane (every lane of a row of
+// Lanes * N elements, most lanes of any long row) runs a copy of the loop with constant indices:
+// immediate address offsets and no selects.
+template <int N, int Lanes, int P, class F>
+FUSE_HOST_DEVICE FUSE_INLINE void for_each_slot(int lane, int m, F&& f) {
+  if constexpr (FUSE_ROW_SLOT_TESTS) {
+    FUSE_UNROLL
+    for (int j = 0; j < N; ++j)
+      if (j < m) f(j, lane_element<Lanes, P>(lane, j), std::true_type{});
+  } else if (m == N) {
+    FUSE_UNROLL
+    for (int j = 0; j < N; ++j) f(j, lane_element<Lanes, P>(lane, j), std::true_type{});
+  } else {
+    FUSE_UNROLL
+    for (int j = 0; j < N; ++j) f(j, j < m ? lane_element<Lanes, P>(lane, j) : index_t(0), j < m);
+  }
+}
+
+// Lane `lane`'s elements of the current row (the source seeked to it) into reg; an extra slot
+// holds the row's first element (for_each_slot).
 template <int N, int Lanes, int P, class S>
 FUSE_HOST_DEVICE FUSE_INLINE void load_lane(const S& source, int lane, index_t count, bool vector,
                                             typename S::value_type (&reg)[N]) {
+  using V = typename S::value_type;
+  if (count == 0) {  // nothing to read; a reduction root's epilogue still passes reg[0] along
+    FUSE_UNROLL
+    for (int j = 0; j < N; ++j) reg[j] = V{};
+    return;
+  }
   const int m = lane_count<N, Lanes, P>(lane, count);
+  const V first = FUSE_ROW_SLOT_TESTS ? V{} : source.template at<true>(0);
   FUSE_UNROLL
   for (int c = 0; c < N / P; ++c) {
     const index_t e = lane_element<Lanes, P>(lane, c * P);
@@ -244,31 +313,39 @@ FUSE_HOST_DEVICE FUSE_INLINE void load_lane(const S& source, int lane, index_t c
         continue;
       }
     }
-    FUSE_UNROLL
-    for (int p = 0; p < P; ++p) reg[c * P + p] = c * P + p < m ? source.template at<true>(e + p) : typename S::value_type{};
+    FUSE_UNROLL  // predicated loads at immediate offsets
+    for (int p = 0; p < P; ++p) reg[c * P + p] = c * P + p < m ? source.template at<true>(e + p) : first;
   }
 }
 
 // Lane `lane`'s elements of the unit-stride row `out`: value(j, i) for slot j, element i.
 template <int N, int Lanes, int P, class T, class F>
 FUSE_HOST_DEVICE FUSE_INLINE void write_lane(T* out, int lane, index_t count, bool vector, F&& value) {
+  if (count == 0) return;
   const int m = lane_count<N, Lanes, P>(lane, count);
-  FUSE_UNROLL
-  for (int c = 0; c < N / P; ++c) {
-    const index_t e = lane_element<Lanes, P>(lane, c * P);
-    if constexpr (P > 1) {
-      if (vector && (c + 1) * P <= m) {
-        lanes<T, P> o;
-        FUSE_UNROLL
-        for (int p = 0; p < P; ++p) o.v[p] = static_cast<T>(value(c * P + p, e + p));
-        *reinterpret_cast<lanes<T, P>*>(out + e) = o;
-        continue;
+  if constexpr (P > 1) {
+    if (vector) {  // whole chunks as 16-byte stores, the rest element by element
+      FUSE_UNROLL
+      for (int c = 0; c < N / P; ++c) {
+        const index_t e = lane_element<Lanes, P>(lane, c * P);
+        if ((c + 1) * P <= m) {
+          lanes<T, P> o;
+          FUSE_UNROLL
+          for (int p = 0; p < P; ++p) o.v[p] = static_cast<T>(value(c * P + p, e + p));
+          *reinterpret_cast<lanes<T, P>*>(out + e) = o;
+        } else {
+          FUSE_UNROLL
+          for (int p = 0; p < P; ++p)
+            if (c * P + p < m) out[e + p] = static_cast<T>(value(c * P + p, e + p));
+        }
       }
+      return;
     }
-    FUSE_UNROLL
-    for (int p = 0; p < P; ++p)
-      if (c * P + p < m) out[e + p] = static_cast<T>(value(c * P + p, e + p));
   }
+  for_each_slot<N, Lanes, P>(lane, m, [&](int j, index_t i, auto valid) {
+    const T v = static_cast<T>(value(j, i));
+    if (valid) out[lane_element<Lanes, P>(lane, j)] = v;  // a predicated store
+  });
 }
 
 // May the register kernel read the source's rows (load) and write the output's rows (store) P
@@ -309,7 +386,6 @@ FUSE_HOST_DEVICE FUSE_INLINE A lane_combine(A a, A b) {
 // accumulators: one chain of 32 dependent adds left the warps waiting on each other's results.
 template <int N, int Lanes, int P, class Ph, class V>
 FUSE_HOST_DEVICE FUSE_INLINE auto reduce_lane(const Ph& p, int lane, index_t count, const V (&reg)[N]) {
-  const int m = lane_count<N, Lanes, P>(lane, count);
   using Op = typename Ph::op;
   using Acc = typename Ph::acc_type;
   using Total = typename Op::template total_t<Acc>;
@@ -317,10 +393,11 @@ FUSE_HOST_DEVICE FUSE_INLINE auto reduce_lane(const Ph& p, int lane, index_t cou
   Acc acc[chains];
   FUSE_UNROLL
   for (int c = 0; c < chains; ++c) acc[c] = Op::template identity<Acc>();
-  FUSE_UNROLL
-  for (int j = 0; j < N; ++j) {
-    const index_t i = lane_element<Lanes, P>(lane, j);
-    if (j < m) acc[j % chains] = lane_combine<Op>(acc[j % chains], static_cast<Acc>(p.child.template at<true>(i, reg[j])));
+  if (count > 0) {
+    for_each_slot<N, Lanes, P>(lane, lane_count<N, Lanes, P>(lane, count), [&](int j, index_t i, auto valid) {
+      const Acc next = lane_combine<Op>(acc[j % chains], static_cast<Acc>(p.child.template at<true>(i, reg[j])));
+      acc[j % chains] = valid ? next : acc[j % chains];
+    });
   }
   FUSE_UNROLL
   for (int c = 1; c < chains; ++c) acc[0] = lane_combine<Op>(acc[0], acc[c]);
@@ -330,18 +407,16 @@ FUSE_HOST_DEVICE FUSE_INLINE auto reduce_lane(const Ph& p, int lane, index_t cou
 // As reduce_lane, keeping each operand value in kept[j] for the epilogue.
 template <int N, int Lanes, int P, class Ph, class V, class K>
 FUSE_HOST_DEVICE FUSE_INLINE auto reduce_lane_keeping(const Ph& p, int lane, index_t count, const V (&reg)[N], K (&kept)[N]) {
-  const int m = lane_count<N, Lanes, P>(lane, count);
   using Op = typename Ph::op;
   using Acc = typename Ph::acc_type;
   using Total = typename Op::template total_t<Acc>;
   Acc acc = Op::template identity<Acc>();
-  FUSE_UNROLL
-  for (int j = 0; j < N; ++j) {
-    const index_t i = lane_element<Lanes, P>(lane, j);
-    if (j < m) {
+  if (count > 0) {
+    for_each_slot<N, Lanes, P>(lane, lane_count<N, Lanes, P>(lane, count), [&](int j, index_t i, auto valid) {
       kept[j] = p.child.template at<true>(i, reg[j]);
-      acc = lane_combine<Op>(acc, static_cast<Acc>(kept[j]));
-    }
+      const Acc next = lane_combine<Op>(acc, static_cast<Acc>(kept[j]));
+      acc = valid ? next : acc;
+    });
   }
   return Op::combine(Op::template identity<Total>(), static_cast<Total>(acc));
 }
