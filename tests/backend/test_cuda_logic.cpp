@@ -9,6 +9,7 @@
 
 #include "fuse/backend/cuda/fast_divide.hpp"
 #include "fuse/backend/cuda/row_registers.hpp"
+#include "fuse/backend/cuda/row_share.hpp"
 #include "fuse/backend/cuda/row_threads.hpp"
 
 #include <cstdint>
@@ -26,7 +27,7 @@ struct warp_sim {
 };
 int register_rows = 0;  // row iterations the simulation ran in registers
 int block_rows = 0;     // ... of them, with a block per row
-int fallbacks = 0;      // row iterations register_lanes refused (run by the CPU executor)
+int fallbacks = 0;      // row iterations register_lanes refused (run by the re-reading kernel)
 
 // Found by argument-dependent lookup from assign_fused's run(exec, it).
 template <int B, class T, std::size_t R, class Ev>
@@ -112,15 +113,49 @@ void simulate_registers(const It& original) {
   simulate<-1, Lanes, P>(r.it, r.source, vector);
 }
 
-// As row_kernel.cuh's run: a warp or a block per row where the row fits in registers.
+// row_kernel<G, Unit> (the re-reading kernel) on the CPU: the `lanes` threads of a row one after
+// another, each with its share of every phase (reduce_share) and of the epilogue (write_share);
+// the warp, block or cluster reduction is the running total over the lanes.
+template <bool Unit, class It>
+void simulate_rereading(const It& it, fuse::index_t lanes) {
+  using namespace fuse::detail;
+  constexpr std::size_t R = It::rank;
+  row_slot slots[It::phase_count > 0 ? It::phase_count : 1] = {};
+  auto ev = it.eval;
+  auto phases = it.phases;
+  ev.bind(slots);
+  for_each(phases, [&](auto& p) { p.bind(slots); });
+  const index_t count = it.row_elements();
+  for (index_t o = 0; o < it.rows(); ++o) {
+    index_t idx[R] = {};
+    unflatten(o, it.shape, 0, it.inner_first, idx);  // as outer_index
+    run_phases(phases, it.alias, slots, idx, [&](auto& p) {
+      using P = std::remove_cvref_t<decltype(p)>;
+      using Total = typename P::op::template total_t<typename P::acc_type>;
+      Total t = P::op::template identity<Total>();
+      for (index_t lane = 0; lane < lanes; ++lane) t = reduce_share<Unit>(it, p, idx, lane, lanes, count, t);
+      return t;
+    });
+    for (index_t lane = 0; lane < lanes; ++lane) write_share<Unit>(it, ev, idx, lane, lanes, count);
+  }
+}
+int rereading_rows = 0;  // row iterations simulated through the re-reading kernel
+
+// As row_kernel.cuh's run: a warp or a block per row where the row fits in registers, else the
+// re-reading kernel with a warp (rows up to 1024), a cluster (few rows) or a block per row.
 template <int B, class T, std::size_t R, class Ev, class Ph>
 void run(const warp_sim<B>&, const fuse::detail::row_iteration<T, R, Ev, Ph>& it) {
   using namespace fuse::detail;
   switch (register_lanes(it)) {
     case row_lanes: ++register_rows; return simulate_registers<row_lanes, B>(it);
     case register_block_lanes: ++register_rows, ++block_rows; return simulate_registers<register_block_lanes, B>(it);
-    default: ++fallbacks; return run(fuse::cpu{}, it);
+    default: break;
   }
+  ++fallbacks, ++rereading_rows;
+  const index_t count = it.row_elements();
+  const index_t lanes = count <= warp_row_limit ? 32 : it.rows() < 4 ? index_t(row_block) * row_cluster : row_block;
+  if (it.unit) simulate_rereading<true>(it, lanes);
+  else simulate_rereading<false>(it, lanes);
 }
 
 // y = f(x...) through the simulation equals f on double copies through the CPU executor.
@@ -191,6 +226,40 @@ TEST_CASE("cuda register rows (simulated): padded rows use registers; longer or 
   before = fallbacks;
   check_layer([](const auto& a) { return fuse::softmax(a, fuse::axis<-1>); }, 0, fuse::slice<1>(wide, 0, 2060, 2));  // step 2
   CHECK(fallbacks - before == 1);
+}
+
+TEST_CASE("cuda re-reading rows (simulated thread by thread): warp, block and cluster shares, tails, two-axis rows", "[cuda][rows]") {
+  using namespace warp_test;
+  using fuse_test::shape;
+  const int before = rereading_rows;
+  // Lengths around the per-trip unroll (share_unroll elements a step apart): full trips, a
+  // remainder, threads with no element. Rows of 1030 and more get a block (256 threads), or a
+  // cluster (2048) when there are fewer than 4 rows.
+  for (index_t n : {8201, 8200 + 4 * 256 + 3}) {
+    for (index_t m : {1, 3, 5}) {
+      INFO("rows " << m << " of " << n);
+      auto x = fuse_test::random_tensor<float>(shape<2>{m, n}, 30 + n + m);
+      auto g = fuse_test::random_tensor<float>(shape<1>{n}, 31 + n);
+      auto b = fuse_test::random_tensor<float>(shape<1>{n}, 32 + n);
+      check_layer([](const auto& a) { return fuse::softmax(a, fuse::axis<-1>); }, 0, x);
+      check_layer([](const auto& a, const auto& gg, const auto& bb) { return fuse::layer_norm(a, gg, bb); }, 0, x, g, b);
+      check_layer([](const auto& a) { return fuse::sum(a * a, fuse::axis<-1>); }, 0, x);
+      check_layer([](const auto& a) { return fuse::logsumexp(a, fuse::axis<-1>); }, 0, x);
+    }
+  }
+  // Strided rows up to 1024 (a warp each), and rows over two axes (each element placed by
+  // place_in_row).
+  auto strided = fuse_test::random_tensor<float>(shape<2>{7, 2 * 517}, 33);
+  check_layer([](const auto& a) { return fuse::softmax(a, fuse::axis<-1>); }, 0, fuse::slice<1>(strided, 0, 2 * 517, 2));
+  auto cube = fuse_test::random_tensor<float>(shape<3>{4, 9, 13}, 34);
+  check_layer(
+      [](const auto& a) {
+        auto e = fuse::exp(a - fuse::max(a, fuse::axes<-2, -1>));
+        return e / fuse::sum(e, fuse::axes<-2, -1>);
+      },
+      0, cube);
+  check_layer([](const auto& a) { return a - fuse::mean(a, fuse::axes<-2, -1>); }, 0, cube);
+  CHECK(rereading_rows - before >= 2 * 3 * 4 + 3);
 }
 
 TEST_CASE("cuda register rows (simulated, FUSE_ROW_CHUNK_BYTES=16): 16-byte chunks where rows are aligned, partial last chunks", "[cuda][registers]") {

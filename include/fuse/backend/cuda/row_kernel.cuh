@@ -16,71 +16,18 @@
 
 #include "fuse/backend/cuda/executor.hpp"
 #include "fuse/backend/cuda/row_registers.hpp"
+#include "fuse/backend/cuda/row_share.hpp"
 #include "fuse/backend/cuda/row_threads.hpp"
 #include "fuse/core/pool.hpp"
 #include "fuse/core/row_iteration.hpp"
 
 namespace fuse::detail {
 
-inline constexpr index_t warp_row_limit = 1024;
-
 template <class Op>
 struct combine_fn {
   template <class A>
   __device__ __forceinline__ A operator()(const A& a, const A& b) const { return Op::combine(a, b); }
 };
-
-// The multi-index of row element r (row axes after inner_first) joined to the outer index.
-template <class It>
-__device__ __forceinline__ index_t place_in_row(const It& it, index_t* idx, index_t r) {
-  constexpr std::size_t R = It::rank;
-  const index_t n = it.shape[R - 1];
-  const index_t q = r / n;
-  unflatten(q, it.shape, it.inner_first, R - 1, idx);
-  return r - q * n;
-}
-
-// This thread's share [first, row_elements) step `step` of phase p over the row at idx.
-template <bool Unit, class It, class Phase, class Total>
-__device__ __forceinline__ Total reduce_share(const It& it, Phase& p, index_t* idx, index_t first, index_t step,
-                                              index_t count, Total total) {
-  using Op = typename Phase::op;
-  using Acc = typename Phase::acc_type;
-  constexpr std::size_t R = It::rank;
-  const bool one_axis = it.inner_first + 1 >= R;
-  if (one_axis) p.child.seek(idx);
-  Acc acc = Op::template identity<Acc>();
-  for (index_t r = first; r < count; r += step) {
-    index_t i = r;
-    if (!one_axis) {
-      i = place_in_row(it, idx, r);
-      p.child.seek(idx);
-    }
-    acc = Op::combine(acc, static_cast<Acc>(p.child.template at<Unit>(i)));
-  }
-  return Op::combine(total, static_cast<Total>(acc));
-}
-
-template <bool Unit, class It, class Ev>
-__device__ __forceinline__ void write_share(const It& it, Ev& ev, index_t* idx, index_t first, index_t step, index_t count) {
-  constexpr std::size_t R = It::rank;
-  using T = std::remove_pointer_t<decltype(it.out)>;
-  if (it.root_reduction) {
-    if (first == 0) {
-      for (std::size_t d = it.inner_first; d < R; ++d) idx[d] = 0;
-      ev.seek(idx);
-      it.out[row_offset<R>(it.out_stride, idx)] = static_cast<T>(ev.template at<Unit>(0));
-    }
-    return;
-  }
-  for (index_t r = first; r < count; r += step) {
-    const index_t i = place_in_row(it, idx, r);
-    ev.seek(idx);
-    T* row = it.out + row_offset<R>(it.out_stride, idx);
-    if constexpr (Unit) row[i] = ev.template at<true>(i);
-    else row[i * it.out_stride[R - 1]] = ev.template at<false>(i);
-  }
-}
 
 template <class It>
 __device__ __forceinline__ void outer_index(const It& it, index_t o, index_t* idx) {

@@ -1,0 +1,106 @@
+// fuse/backend/cuda/row_share.hpp - one thread's share of a row in the
+// re-reading row kernel (row_kernel.cuh): the elements first, first + step, ...
+// of a phase's reduction or of the epilogue. Host and device code, no CUDA
+// headers, so that the CPU tests run the kernel's steps thread by thread
+// (tests/backend/test_cuda_logic.cpp).
+#pragma once
+
+#include <cstddef>
+#include <type_traits>
+
+#include "fuse/config.hpp"
+#include "fuse/core/row_iteration.hpp"
+
+namespace fuse::detail {
+
+// The longest rows the re-reading kernel gives one warp; longer rows get a block or a cluster.
+inline constexpr index_t warp_row_limit = 1024;
+// Elements a thread takes per trip (reduce_share, write_share).
+inline constexpr int share_unroll = 4;
+
+// The multi-index of row element r (row axes after inner_first) joined to the outer index.
+template <class It>
+FUSE_HOST_DEVICE FUSE_INLINE index_t place_in_row(const It& it, index_t* idx, index_t r) {
+  constexpr std::size_t R = It::rank;
+  const index_t n = it.shape[R - 1];
+  const index_t q = r / n;
+  unflatten(q, it.shape, it.inner_first, R - 1, idx);
+  return r - q * n;
+}
+
+// This thread's share [first, row_elements) step `step` of phase p over the row at idx.
+template <bool Unit, class It, class Phase, class Total>
+FUSE_HOST_DEVICE FUSE_INLINE Total reduce_share(const It& it, Phase& p, index_t* idx, index_t first, index_t step,
+                                                index_t count, Total total) {
+  using Op = typename Phase::op;
+  using Acc = typename Phase::acc_type;
+  constexpr std::size_t R = It::rank;
+  Acc acc = Op::template identity<Acc>();
+  if (it.inner_first + 1 >= R) {  // one row axis: element r is at r
+    p.child.seek(idx);
+    // share_unroll elements per trip, loaded together into their own accumulators: one load per
+    // trip left each warp with one load in flight (the add waits for it, the next load for the
+    // add), too few to cover DRAM latency (sum of squares 2^25 ran at 0.37-0.41 x copy).
+    Acc part[share_unroll];
+    FUSE_UNROLL
+    for (int u = 0; u < share_unroll; ++u) part[u] = Op::template identity<Acc>();
+    index_t r = first;
+    for (; r + (share_unroll - 1) * step < count; r += share_unroll * step) {
+      Acc v[share_unroll];
+      FUSE_UNROLL
+      for (int u = 0; u < share_unroll; ++u) v[u] = static_cast<Acc>(p.child.template at<Unit>(r + u * step));
+      FUSE_UNROLL
+      for (int u = 0; u < share_unroll; ++u) part[u] = Op::combine(part[u], v[u]);
+    }
+    for (; r < count; r += step) part[0] = Op::combine(part[0], static_cast<Acc>(p.child.template at<Unit>(r)));
+    FUSE_UNROLL
+    for (int u = 0; u < share_unroll; ++u) acc = Op::combine(acc, part[u]);
+  } else {
+    for (index_t r = first; r < count; r += step) {
+      const index_t i = place_in_row(it, idx, r);
+      p.child.seek(idx);
+      acc = Op::combine(acc, static_cast<Acc>(p.child.template at<Unit>(i)));
+    }
+  }
+  return Op::combine(total, static_cast<Total>(acc));
+}
+
+template <bool Unit, class It, class Ev>
+FUSE_HOST_DEVICE FUSE_INLINE void write_share(const It& it, Ev& ev, index_t* idx, index_t first, index_t step, index_t count) {
+  constexpr std::size_t R = It::rank;
+  using T = std::remove_pointer_t<decltype(it.out)>;
+  if (it.root_reduction) {
+    if (first == 0) {
+      for (std::size_t d = it.inner_first; d < R; ++d) idx[d] = 0;
+      ev.seek(idx);
+      it.out[row_offset<R>(it.out_stride, idx)] = static_cast<T>(ev.template at<Unit>(0));
+    }
+    return;
+  }
+  if (it.inner_first + 1 >= R) {
+    // One row axis: seek once. Placing every element (place_in_row) cost a 64-bit division, an
+    // index array in local memory and a seek per element (SASS of the cluster kernel, 2026-12-02).
+    ev.seek(idx);
+    T* row = it.out + row_offset<R>(it.out_stride, idx);
+    const index_t os = Unit ? 1 : it.out_stride[R - 1];
+    index_t r = first;
+    for (; r + (share_unroll - 1) * step < count; r += share_unroll * step) {  // as reduce_share
+      T v[share_unroll];
+      FUSE_UNROLL
+      for (int u = 0; u < share_unroll; ++u) v[u] = static_cast<T>(ev.template at<Unit>(r + u * step));
+      FUSE_UNROLL
+      for (int u = 0; u < share_unroll; ++u) row[(r + u * step) * os] = v[u];
+    }
+    for (; r < count; r += step) row[r * os] = static_cast<T>(ev.template at<Unit>(r));
+    return;
+  }
+  for (index_t r = first; r < count; r += step) {
+    const index_t i = place_in_row(it, idx, r);
+    ev.seek(idx);
+    T* row = it.out + row_offset<R>(it.out_stride, idx);
+    if constexpr (Unit) row[i] = ev.template at<true>(i);
+    else row[i * it.out_stride[R - 1]] = ev.template at<false>(i);
+  }
+}
+
+}  // namespace fuse::detail
