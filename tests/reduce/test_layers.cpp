@@ -181,6 +181,22 @@ TEST_CASE("an elementwise root of one value per row over longer rows is one row 
     for (double v : row) s += std::exp(v - m);
     CHECK(close(l(i, 0), m + std::log(s), 1e-6, 1e-6));
   }
+  // Over every axis: a rank-0 root over full reductions runs as one row, the whole of z (it was
+  // three kernels: the max, the max and the sum, the root). Also a root with a leaf of its own.
+  auto all = fuse::logsumexp(z);
+  static_assert(fuse::kernels_v<decltype(all)> == 1);
+  REQUIRE(fuse::plan(all).kernels == 1);
+  const std::vector<double> every(z.data(), z.data() + z.size());
+  const double m = ref_max(every);
+  double s = 0;
+  for (double v : every) s += std::exp(v - m);
+  for (int threads : {1, 2}) {
+    CHECK(close(fuse::eval(fuse::cpu{threads}, all), m + std::log(s), 1e-6, 1e-6));
+    fuse::tensor<float, 0> acc{fuse::shape_t<0>{}};
+    acc() = 1.5f;
+    fuse::assign(fuse::cpu{threads}, acc, 2.0f * fuse::sum(z) - acc);  // the destination inside the root
+    CHECK(close(acc(), 2 * ref_sum(every) - 1.5, 1e-5, 1e-3));
+  }
 }
 
 TEST_CASE("a group broken at run time, on two threads: one-row kernels split the row, strided operands") {

@@ -14,6 +14,7 @@
 // (a joined reduction over an extent other than the group's) split it, and the plan says so.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 
@@ -57,13 +58,34 @@ constexpr std::uint32_t first_row_mask() {
   }
 }
 
-// The rank and row axes of the group rooted at E.
+// The operand rank of the first reduction over every axis of its operand met below E (pre-order,
+// through elementwise nodes), or 0 if none.
+template <class E>
+constexpr std::size_t first_full_reduction_rank() {
+  if constexpr (is_reduce_v<E>) {
+    return E::mask == all_axes_mask<E::child_rank> ? E::child_rank : 0;
+  } else if constexpr (E::kind == node_kind::elementwise) {
+    return []<class... A>(const tuple<A...>*) {
+      std::size_t r = 0;
+      ((r = r ? r : first_full_reduction_rank<A>()), ...);
+      return r;
+    }(static_cast<const decltype(E::args)*>(nullptr));
+  } else {
+    return 0;
+  }
+}
+
+// The rank and row axes of the group rooted at E. A rank-0 elementwise root over full reductions
+// (logsumexp(x): m + log(sum(exp(x - m))), m = max(x)) takes the rank of the first one's operand,
+// so that they join as phases over one row, the whole operand, and the root is written once
+// (widen_to_rows), as over one axis; it was three kernels.
 template <class E>
 struct group_of {
   static constexpr bool reduction_root = is_reduce_v<E>;
   static constexpr std::size_t rank = [] {
     if constexpr (is_reduce_v<E>) return E::child_rank;
-    else return E::rank == 0 ? std::size_t{1} : E::rank;
+    else if constexpr (E::rank == 0) return std::max<std::size_t>(1, first_full_reduction_rank<E>());
+    else return E::rank;
   }();
   static constexpr std::uint32_t mask = [] {
     if constexpr (is_reduce_v<E>) return E::mask;
