@@ -251,15 +251,17 @@ TEST_CASE("cuda re-reading rows (simulated thread by thread): warp, block and cl
   // place_in_row).
   auto strided = fuse_test::random_tensor<float>(shape<2>{7, 2 * 517}, 33);
   check_layer([](const auto& a) { return fuse::softmax(a, fuse::axis<-1>); }, 0, fuse::slice<1>(strided, 0, 2 * 517, 2));
-  auto cube = fuse_test::random_tensor<float>(shape<3>{4, 9, 13}, 34);
-  check_layer(
-      [](const auto& a) {
-        auto e = fuse::exp(a - fuse::max(a, fuse::axes<-2, -1>));
-        return e / fuse::sum(e, fuse::axes<-2, -1>);
-      },
-      0, cube);
-  check_layer([](const auto& a) { return a - fuse::mean(a, fuse::axes<-2, -1>); }, 0, cube);
+  // Every other element along axis 1: the row axes (1, 2) do not merge.
+  auto cube = fuse_test::random_tensor<float>(shape<3>{4, 18, 13}, 34);
+  auto softmax12 = [](const auto& a) {
+    auto e = fuse::exp(a - fuse::max(a, fuse::axes<-2, -1>));
+    return e / fuse::sum(e, fuse::axes<-2, -1>);
+  };
+  check_layer(softmax12, 0, fuse::slice<1>(cube, 0, 18, 2));
+  check_layer([](const auto& a) { return a - fuse::mean(a, fuse::axes<-2, -1>); }, 0, fuse::slice<1>(cube, 1, 18, 2));
   CHECK(rereading_rows - before >= 2 * 3 * 4 + 3);
+  // Contiguous, the same two row axes merge into one row of 18 * 13: registers.
+  check_layer(softmax12, 1, cube);
 }
 
 TEST_CASE("cuda register rows (simulated, FUSE_ROW_CHUNK_BYTES=16): 16-byte chunks where rows are aligned, partial last chunks", "[cuda][registers]") {

@@ -214,7 +214,7 @@ auto make_row_iteration(const destination<T, RD>& dst, const E& e, const shape_t
   // The collapse leaves merged row axes last and extent 1 before them (a contiguous operand's
   // row axes become one): those leading axes join the outer ones, so that such a row is one axis
   // for the kernels (one-axis and unit-stride paths; on the GPU no division per element).
-  while (it.inner_first + 1 < R && it.shape[it.inner_first] == 1) ++it.inner_first;
+  while (it.inner_first < R - 1 && it.shape[it.inner_first] == 1) ++it.inner_first;
   if (it.shape[R - 1] > 1)
     for (std::size_t k = it.root_reduction ? 1 : 0; k < sets.size(); ++k) it.unit = it.unit && sets[k][R - 1] == 1;
 
