@@ -110,7 +110,7 @@ struct register_or_load {
   template <bool Unit, class V, class... Env>
   FUSE_HOST_DEVICE FUSE_INLINE value_type at(index_t i, const V& reg, const Env&...) const {
 #if defined(__CUDA_ARCH__) && !FUSE_ROW_SLOT_TESTS
-    if constexpr (Unit && requires { load.row; } && (sizeof(value_type) == 2 || sizeof(value_type) == 4 || sizeof(value_type) == 8))
+    if constexpr (Unit && (sizeof(value_type) == 2 || sizeof(value_type) == 4 || sizeof(value_type) == 8))
       return load_unless<value_type>(in_register, reg, load.row + i);
 #endif
     return in_register ? reg : load.template at<Unit>(i);

@@ -1,8 +1,7 @@
-// fuse/backend/cuda/row_share.hpp - one thread's share of a row in the
-// re-reading row kernel (row_kernel.cuh): the elements first, first + step, ...
-// of a phase's reduction or of the epilogue. Host and device code, no CUDA
-// headers, so that the CPU tests run the kernel's steps thread by thread
-// (tests/backend/test_cuda_logic.cpp).
+// fuse/backend/cuda/row_share.hpp - one thread's share of a row in the re-reading row kernel
+// (row_kernel.cuh): the elements first, first + step, ... of a phase's reduction or of the
+// epilogue. Host and device code, no CUDA headers, so that the CPU tests run the kernel's steps
+// thread by thread (tests/backend/test_cuda_logic.cpp).
 #pragma once
 
 #include <cstddef>
