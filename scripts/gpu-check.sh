@@ -25,13 +25,15 @@ flags+=(-I"$bin/catch2-include")
 # writing 16-byte chunks; opt-in until timed, see row_registers.hpp); and two of the benchmark
 # alone, to time against the default in the same run: "slot_tests" (FUSE_ROW_SLOT_TESTS=1, the
 # register kernel with a test per slot, as timed on the H200 until 2026-11-30) and "blocks3"
-# (FUSE_ROW_REGISTER_MIN_BLOCKS=3: 80 registers, some spills, more resident warps).
-variants=("" chunk16 slot_tests blocks3)
+# (FUSE_ROW_REGISTER_MIN_BLOCKS=3: 80 registers, some spills, more resident warps); and
+# "unroll2" (FUSE_ELEMENTWISE_UNROLL=2: elementwise threads take 32 bytes of a row at a time).
+variants=("" chunk16 slot_tests blocks3 unroll2)
 variant_flags() {
   case "$1" in
     chunk16) echo -DFUSE_ROW_CHUNK_BYTES=16 ;;
     slot_tests) echo -DFUSE_ROW_SLOT_TESTS=1 ;;
     blocks3) echo -DFUSE_ROW_REGISTER_MIN_BLOCKS=3 ;;
+    unroll2) echo -DFUSE_ELEMENTWISE_UNROLL=2 ;;
   esac
 }
 has_tests() { [ -z "$1" ] || [ "$1" = chunk16 ]; }

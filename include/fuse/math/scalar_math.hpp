@@ -404,10 +404,25 @@ FUSE_HOST_DEVICE FUSE_INLINE double cos(double x) { FUSE_MATH_PICK(::cos(x), std
 
 // sigmoid(x) = 1/(1+exp(-x)); written with exp(-|x|) so it never overflows and
 // is exact-ish for very negative x (result ~ e^x, including subnormals).
+#if FUSE_DEVICE_PASS
+// n / d for d in [1, 2] (or NaN): the fast path of CUDA's IEEE division (reciprocal estimate, one
+// Newton step, one residual correction) without its range check and slow-path call, which exist
+// for operands near the ends of the exponent range, where d never is. The call is a branch region
+// per element that kept an elementwise kernel from issuing its next loads early.
+namespace detail {
+__device__ FUSE_INLINE float divide_by_one_to_two(float n, float d) {
+  float r = __fdividef(1.0f, d);
+  r = fmaf(fmaf(-d, r, 1.0f), r, r);
+  const float q = n * r;
+  return fmaf(fmaf(-d, q, n), r, q);
+}
+}  // namespace detail
+#endif
+
 FUSE_HOST_DEVICE FUSE_INLINE float sigmoid(float x) {
 #if FUSE_DEVICE_PASS
   const float e = ::expf(-::fabsf(x));
-  return (x >= 0.0f ? 1.0f : e) / (1.0f + e);
+  return detail::divide_by_one_to_two(x >= 0.0f ? 1.0f : e, 1.0f + e);
 #else
   return detail::sigmoid_f(x);
 #endif

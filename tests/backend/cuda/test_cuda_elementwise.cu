@@ -62,6 +62,37 @@ TEST_CASE("cuda: bias + gelu matches the CPU on odd shapes (vector and scalar pa
   }
 }
 
+// The device sigmoid divides without CUDA's range check (the denominator is in [1, 2]): its whole
+// range, subnormal results (x below -87) and the special values, against double.
+TEST_CASE("cuda: sigmoid and silu over the whole float range") {
+  std::vector<float> v = {0.f, -0.f, 1e-30f, -1e-30f, 1e-40f, 15.9f, -15.9f, 87.f, -87.f, -88.7f, -95.f, -103.f,
+                          -104.f, -110.f, 88.8f, 200.f, -200.f, 3.4e38f, -3.4e38f, INFINITY, -INFINITY, NAN};
+  const auto more = random_floats(4093, 5, -110.f, 110.f);
+  v.insert(v.end(), more.begin(), more.end());
+  const long n = long(v.size());
+  fuse::tensor<float, 1> x(n);
+  std::copy(v.begin(), v.end(), x.data());
+  auto dx = to_device(x);
+  fuse::device_tensor<float, 1> ds(n), dsilu(n);
+  fuse::assign(ds, fuse::sigmoid(dx));
+  fuse::assign(dsilu, fuse::silu(dx));
+  auto s = to_host(ds);
+  auto si = to_host(dsilu);
+  for (long i = 0; i < n; ++i) {
+    const double xi = x(i);
+    if (std::isnan(xi)) {
+      REQUIRE(std::isnan(s(i)));
+      REQUIRE(std::isnan(si(i)));
+      continue;
+    }
+    const double ref = 1.0 / (1.0 + std::exp(-xi));
+    INFO("x = " << xi);
+    REQUIRE(s(i) == Approx(ref).epsilon(1e-6).margin(1e-44));
+    // silu scales sigmoid's subnormal rounding (relative 1e-4 at x = -95) by x: a margin below FLT_MIN.
+    if (std::isfinite(xi)) REQUIRE(si(i) == Approx(xi * ref).epsilon(1e-6).margin(1e-38));
+  }
+}
+
 TEST_CASE("cuda: strided, transposed and misaligned views") {
   const long m = 129, n = 67;
   auto x = random_tensor<2>({m, n}, 3);

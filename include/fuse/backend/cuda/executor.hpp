@@ -29,6 +29,18 @@ struct default_executor_for<memory_space::device> {
 
 inline constexpr int elementwise_block = 256;
 
+// Bytes in flight (opt-in until timed on a GPU): FUSE_ELEMENTWISE_UNROLL=2 has a thread take
+// 2 x 16 bytes of a row at a time where the rows allow it. One 16-byte load per input per thread
+// (2048 threads per SM) is about the ~25 KiB per SM that HBM's latency x bandwidth asks for: on the
+// H200 bias_gelu (one streamed input) stayed at 0.84 x copy while axpby_relu (two) reached
+// 0.92-0.98. But ptxas (13.0) issues the second pair of loads only after the first element's
+// math, to stay at 32 registers, so the gain is uncertain (docs/design.md §5).
+#ifndef FUSE_ELEMENTWISE_UNROLL
+#define FUSE_ELEMENTWISE_UNROLL 1
+#endif
+inline constexpr int elementwise_unroll = FUSE_ELEMENTWISE_UNROLL;
+static_assert(elementwise_unroll >= 1, "fuse: FUSE_ELEMENTWISE_UNROLL must be at least 1");
+
 template <int V, bool Unit, class It>
 __global__ void __launch_bounds__(elementwise_block) elementwise_kernel(It it, index_t groups, fast_shape<It::rank> fs) {
   constexpr std::size_t R = It::rank;
@@ -96,6 +108,10 @@ void run(const cuda& exec, It it) {
   const index_t n = it.size();
   if (n == 0) return;
   constexpr int V = sizeof(T) >= 16 ? 1 : int(16 / sizeof(T));
+  constexpr int VU = V * elementwise_unroll;
+  if constexpr (VU > V) {
+    if (vector_ok<VU>(it)) return launch_elementwise<VU, true>(exec, it, n);
+  }
   if constexpr (V > 1) {
     if (vector_ok<V>(it)) return launch_elementwise<V, true>(exec, it, n);
   }
