@@ -34,6 +34,16 @@ TEST_CASE("tensor: construction from extents and from a shape", "[core][tensor]"
   fuse::tensor<std::int8_t, 4> r4({2, 1, 3, 5});
   CHECK(r4.size() == 30);
   CHECK(reinterpret_cast<std::uintptr_t>(r4.data()) % 64 == 0);
+  // Default-constructed: empty for rank > 0; the one element a rank-0 shape says for rank 0.
+  fuse::tensor<float, 2> empty;
+  CHECK(empty.size() == 0);
+  fuse::tensor<double, 0> scalar;
+  CHECK(scalar.size() == 1);
+  REQUIRE(scalar.data() != nullptr);
+  scalar = 3.5;
+  CHECK(fuse::eval(scalar) == 3.5);
+  scalar = fuse::sum(fuse::tensor<double, 1>(std::int64_t{0})) + 1.0;
+  CHECK(fuse::eval(scalar) == 1.0);
   static_assert(fuse::expression<fuse::tensor<float, 2>>);
   static_assert(fuse::tensor<float, 3>::rank == 3);
   static_assert(std::is_same_v<fuse::tensor<int, 3>::value_type, int>);

@@ -161,6 +161,11 @@ TEST_CASE("reshape: a view with new extents over contiguous memory", "[core][vie
   fill_random(one, 7, 112);
   auto odd = fuse::view(one, shape<3>{1, 7, 1}, shape<3>{1000, 1, -5});
   check_all(fuse::reshape(odd, 7), [&](const shape<1>& i) { return double(one[i[0]]); });
+
+  // Negative extents other than dyn are errors, even where their product matches (NumPy too).
+  CHECK_THROWS_AS(fuse::reshape(x, -2, -60), fuse::shape_error);
+  CHECK_THROWS_AS(fuse::reshape(x, fuse::dyn, -120), fuse::shape_error);
+  CHECK_THROWS_WITH(fuse::reshape(x, 4, -30), Catch::Contains("negative extent"));
 }
 
 TEST_CASE("reshape: non-contiguous sources and wrong sizes throw shape_error", "[core][views][errors]") {

@@ -372,3 +372,30 @@ TEST_CASE("repeated reductions and operands are shared only when they are the sa
   for (index_t r = 0; r < m; ++r)
     for (index_t j = 0; j < n; ++j) REQUIRE(close(soft_t(r, j), soft(r, j), 1e-6, 1e-12));
 }
+
+TEST_CASE("composites of a temporary tensor stay valid when the expression is copied and outlives it") {
+  // fuse::eval(...) moved into softmax is shared by every copy of the expression; the copies
+  // read the same buffer (the row kernel recognises its loads) and keep it alive.
+  const index_t m = 5, n = 77;
+  auto x = random<float, 2>({m, n}, 61);
+  auto g = random<float, 1>({n}, 62);
+  auto make = [&] {
+    auto soft = fuse::softmax(fuse::eval(x * 2.f), fuse::axis<-1>);
+    auto norm = fuse::layer_norm(fuse::eval(x + 1.f), g, 0.5f);
+    auto lse = fuse::logsumexp(fuse::eval(x * 1.f), fuse::axis<-1>);
+    auto v = fuse::var(fuse::eval(x - 3.f), fuse::axis<-1>);
+    return (soft + 1.f) + norm + lse + v;  // copies of the four; the originals die on return
+  };
+  auto e = make();
+  std::vector<float> junk(std::size_t(4 * m * n), 1e30f);  // likely to reuse freed memory
+  static_assert(fuse::kernels_v<decltype(fuse::softmax(fuse::eval(x * 2.f), fuse::axis<-1>))> == 1);
+  auto got = fuse::eval(e);
+  auto want = fuse::eval(fuse::softmax(x * 2.f, fuse::axis<-1>) + 1.f + fuse::layer_norm(x + 1.f, g, 0.5f) +
+                         fuse::logsumexp(x, fuse::axis<-1>) + fuse::var(x - 3.f, fuse::axis<-1>));
+  for (index_t r = 0; r < m; ++r)
+    for (index_t j = 0; j < n; ++j) REQUIRE(close(got(r, j), want(r, j), 1e-6, 1e-6));
+  // The copy shares: the expression's plan reads each temporary's bytes once.
+  auto soft = fuse::softmax(fuse::eval(x * 2.f), fuse::axis<-1>);
+  auto copy = soft;
+  CHECK(fuse::plan(copy).bytes_read == fuse::plan(fuse::softmax(x, fuse::axis<-1>)).bytes_read);
+}

@@ -245,3 +245,107 @@ TEST_CASE("a reduction over an operand of extent 1 along a wider row axis: its o
     }
   }
 }
+
+TEST_CASE("max and min of bool masks (any / all) over rows, columns and everything, 1-3 threads") {
+  // The per-thread partials of a split row are bools here; as std::vector<bool> they would not
+  // compile (nor be safe to write from several threads).
+  auto x = random<float, 2>({37, 101}, 31);
+  for (int threads : {1, 2, 3}) {
+    const fuse::cpu exec{.threads = threads};
+    fuse::tensor<bool, 2> any_row(37, 1), all_row(37, 1), any_col(1, 101);
+    fuse::assign(exec, any_row, fuse::max(x > 2.9f, fuse::axis<-1>));
+    fuse::assign(exec, all_row, fuse::min(x > -2.9f, fuse::axis<-1>));
+    fuse::assign(exec, any_col, fuse::max(x > 2.5f, fuse::axis<0>));
+    bool any_all = false, all_all = true;
+    for (index_t i = 0; i < 37; ++i) {
+      bool a = false, b = true;
+      for (index_t j = 0; j < 101; ++j) a = a || x(i, j) > 2.9f, b = b && x(i, j) > -2.9f;
+      CHECK(any_row(i, 0) == a);
+      CHECK(all_row(i, 0) == b);
+      any_all = any_all || a;
+      all_all = all_all && b;
+    }
+    for (index_t j = 0; j < 101; ++j) {
+      bool a = false;
+      for (index_t i = 0; i < 37; ++i) a = a || x(i, j) > 2.5f;
+      CHECK(any_col(0, j) == a);
+    }
+    fuse::tensor<bool, 0> any, all;
+    fuse::assign(exec, any, fuse::max(x > 2.9f));
+    fuse::assign(exec, all, fuse::min(x > -2.9f));
+    CHECK(fuse::eval(any) == any_all);
+    CHECK(fuse::eval(all) == all_all);
+    CHECK(fuse::eval(exec, fuse::max(x > 3.5f)) == false);  // no element passes: the identity
+  }
+}
+
+TEST_CASE("reductions of a rank-0 expression give its value (NumPy: np.sum(np.float64(v)) is v)") {
+  auto x = random<float, 2>({13, 29}, 32);
+  double total = 0;
+  for (index_t i = 0; i < x.size(); ++i) total += x.data()[i];
+  fuse::tensor<double, 0> t0;  // a rank-0 tensor holds one element
+  t0 = 2.5;
+  CHECK(fuse::eval(fuse::sum(t0)) == 2.5);
+  CHECK(fuse::eval(fuse::mean(t0)) == 2.5);
+  CHECK(fuse::eval(fuse::max(t0)) == 2.5);
+  CHECK(fuse::eval(fuse::min(t0)) == 2.5);
+  CHECK(fuse::eval(fuse::prod(t0)) == 2.5);
+  CHECK(fuse::eval(fuse::var(t0)) == 0.0);
+  CHECK(fuse::eval(fuse::logsumexp(t0)) == Approx(2.5).epsilon(1e-15));
+  for (int threads : {1, 2}) {
+    const fuse::cpu exec{.threads = threads};
+    CHECK(close(fuse::eval(exec, fuse::sum(fuse::sum(x))), total, 1e-6));
+    CHECK(close(fuse::eval(exec, fuse::max(fuse::sum(x))), total, 1e-6));
+    CHECK(fuse::eval(exec, fuse::var(fuse::sum(x))) == 0.0f);
+    fuse::tensor<float, 2> y(13, 29);
+    fuse::assign(exec, y, x - fuse::sum(fuse::sum(x)));
+    for (index_t i = 0; i < 13; ++i)
+      for (index_t j = 0; j < 29; ++j) CHECK(close(y(i, j), double(x(i, j)) - total, 1e-6, 1e-5));
+  }
+  fuse::tensor<bool, 0> b;
+  b = true;
+  static_assert(std::is_same_v<decltype(fuse::sum(b))::value_type, fuse::index_t>);
+  CHECK(fuse::eval(fuse::sum(b)) == 1);
+}
+
+TEST_CASE("a reduction stretched into a larger destination fills all of it (NumPy assignment)") {
+  // A root reduction writes one value per row; where the destination stretches e's extent-1 (or
+  // missing) axes, e is evaluated at its own shape and then broadcast.
+  auto z = random<float, 2>({6, 11}, 33);
+  auto w = random<float, 2>({6, 1}, 34);
+  double total = 0, zmax = -1e30;
+  for (index_t i = 0; i < z.size(); ++i) total += z.data()[i], zmax = std::max(zmax, double(z.data()[i]));
+  for (int eager : {0, 1}) {
+    auto run = [&](auto& y, const auto& e) {
+      y = -7.f;
+      if (eager) fuse::assign(fuse::eager(fuse::cpu{}), y, e);
+      else fuse::assign(y, e);
+    };
+    fuse::tensor<float, 2> y(3, 4);
+    run(y, fuse::sum(z));
+    for (index_t i = 0; i < 12; ++i) CHECK(close(y.data()[i], total, 1e-6));
+    run(y, fuse::sum(z, fuse::axes<0, 1>));
+    for (index_t i = 0; i < 12; ++i) CHECK(close(y.data()[i], total, 1e-6));
+    fuse::tensor<float, 1> y1(5);
+    run(y1, fuse::max(z));
+    for (index_t i = 0; i < 5; ++i) CHECK(y1(i) == float(zmax));
+    fuse::tensor<float, 2> y2(6, 4);
+    run(y2, fuse::sum(w, fuse::axis<1>));
+    for (index_t i = 0; i < 6; ++i)
+      for (index_t j = 0; j < 4; ++j) CHECK(y2(i, j) == w(i, 0));
+    fuse::tensor<float, 2> y3(6, 4);
+    run(y3, fuse::logsumexp(z, fuse::axis<1>));
+    for (index_t i = 0; i < 6; ++i) {
+      double s = 0;
+      for (index_t j = 0; j < 11; ++j) s += std::exp(double(z(i, j)));
+      for (index_t j = 0; j < 4; ++j) CHECK(close(y3(i, j), std::log(s), 1e-6));
+    }
+    fuse::tensor<float, 1> cols(11);  // [1, 11] into [11]: a dropped leading 1, written directly
+    run(cols, fuse::sum(z, fuse::axis<0>));
+    for (index_t j = 0; j < 11; ++j) {
+      double s = 0;
+      for (index_t i = 0; i < 6; ++i) s += z(i, j);
+      CHECK(close(cols(j), s, 1e-6, 1e-6));
+    }
+  }
+}

@@ -92,6 +92,15 @@ auto split_group(const Exec& exec, Arena& arena, const E& e) {
   }
 }
 
+// Does an axis of e (shape `e`) stretch to fill the destination's (an extent of 1, or a missing
+// leading axis, under a larger extent)?
+template <std::size_t D, std::size_t R>
+bool stretches(const shape_t<D>& dst, const shape_t<R>& e) {
+  for (std::size_t i = 0; i < D; ++i)
+    if (dst[D - 1 - i] != (i < R ? e[R - 1 - i] : 1)) return true;
+  return false;
+}
+
 template <bool Fallback = false, class Exec, class It>
 void run_checked(const Exec& exec, It& it, const auto& rerun_via_temporary) {
   if (it.empty()) return;
@@ -125,6 +134,10 @@ void assign_fused(const Exec& exec, D&& d, const E& e) {
   } else if constexpr (std::tuple_size_v<decltype(dst.shape)> > group_of<E>::rank) {
     // A destination of higher rank than the group (e broadcast into it, as NumPy): the row kernel
     // runs over the group's axes, so e is evaluated at its own shape first, then copied.
+    via_temporary();
+  } else if (stretches(dst.shape, e.shape())) {
+    // The same where an axis of e stretches (y[3, 4] = sum(z, axes<0, 1>), y[5] = max(z)): a
+    // root reduction would write once per row.
     via_temporary();
   } else {
     using group = group_of<E>;

@@ -40,7 +40,8 @@ class basic_tensor : public detail::expr_tag {
   using view_type = basic_view<T, dextents<Rank>, false, space>;
   using const_view_type = basic_view<const T, dextents<Rank>, false, space>;
 
-  basic_tensor() = default;
+  basic_tensor() requires(Rank > 0) = default;  // empty: every extent 0
+  basic_tensor() requires(Rank == 0) : basic_tensor(shape_t<0>{}) {}  // one element, as its shape says
   template <std::integral... I>
     requires(sizeof...(I) == Rank)
   explicit basic_tensor(I... e) : basic_tensor(shape_t<Rank>{static_cast<index_t>(e)...}) {}
@@ -117,6 +118,35 @@ T read_scalar(const basic_tensor<T, 0, Alloc>& t) {
 }  // namespace detail
 
 namespace detail {
+// An rvalue tensor moved into an expression, shared by every copy of the expression: copies stay
+// cheap and read the same memory (the kernels recognise a repeated load by its address), and the
+// views that a composite takes of its buffer (softmax reads x in three places) stay valid as long
+// as any copy lives. A tensor held by value would be copied with the expression, and those views
+// would still point into the original.
+template <class Tensor>
+class owned_tensor : public expr_tag {
+ public:
+  using value_type = typename Tensor::value_type;
+  static constexpr std::size_t rank = Tensor::rank;
+  static constexpr node_kind kind = node_kind::leaf;
+  static constexpr memory_space space = Tensor::space;
+  static constexpr shape_t<rank> static_shape = Tensor::static_shape;
+
+  explicit owned_tensor(Tensor&& t) : t_(std::make_shared<const Tensor>(std::move(t))) {}
+
+  const shape_t<rank>& shape() const { return t_->shape(); }
+  auto view() const { return t_->view(); }
+
+  // --- leaf protocol: read like the tensor ---
+  template <std::size_t R, std::size_t B = 0>
+  auto evaluator(const shape_t<R>& out) const { return t_->template evaluator<R, B>(out); }
+  template <class F>
+  void visit_leaves(F&& f) const { t_->visit_leaves(f); }
+
+ private:
+  std::shared_ptr<const Tensor> t_;
+};
+
 template <class V>
 inline constexpr bool is_tensor_v = false;
 template <class T, std::size_t R, class A>

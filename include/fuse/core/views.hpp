@@ -114,6 +114,8 @@ constexpr auto reshape(V&& v, I... e) {
     if (s[i] == dyn) {
       if (inferred >= 0) throw shape_error("fuse::reshape: only one extent may be fuse::dyn");
       inferred = static_cast<int>(i);
+    } else if (s[i] < 0) {
+      throw shape_error("fuse::reshape: negative extent in " + detail::format_shape(s) + " (only fuse::dyn is inferred)");
     } else {
       known *= s[i];
     }

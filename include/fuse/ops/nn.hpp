@@ -9,10 +9,10 @@ namespace fuse {
 // exp(x - max) / sum(exp(x - max)) along axis K; a row of all -inf gives NaN (as NumPy, PyTorch).
 template <expression E, int K = -1>
 auto softmax(E&& e, axis_t<K> ax = {}) {
-  return detail::with_operand(std::forward<E>(e), [=](auto first, auto x) {
+  return detail::with_operand(std::forward<E>(e), [=](const auto& x) {
     // One division per row, not per element.  x - max is never positive (or is NaN), which
     // allows the cheaper exp.
-    return detail::exp_nonpositive(std::move(first) - max(x, ax)) *
+    return detail::exp_nonpositive(x - max(x, ax)) *
            (1 / sum(detail::exp_nonpositive(x - max(x, ax)), ax));
   });
 }
@@ -20,8 +20,8 @@ auto softmax(E&& e, axis_t<K> ax = {}) {
 // (x - max) - log(sum(exp(x - max))) along axis K.
 template <expression E, int K = -1>
 auto log_softmax(E&& e, axis_t<K> ax = {}) {
-  return detail::with_operand(std::forward<E>(e), [=](auto first, auto x) {
-    return (std::move(first) - max(x, ax)) - log(sum(detail::exp_nonpositive(x - max(x, ax)), ax));
+  return detail::with_operand(std::forward<E>(e), [=](const auto& x) {
+    return (x - max(x, ax)) - log(sum(detail::exp_nonpositive(x - max(x, ax)), ax));
   });
 }
 
@@ -29,9 +29,9 @@ auto log_softmax(E&& e, axis_t<K> ax = {}) {
 template <expression E, operand G, operand B>
 auto layer_norm(E&& e, G&& gamma, B&& beta, double eps = 1e-5) {
   using T = typename std::remove_cvref_t<E>::value_type;
-  return detail::with_operand(std::forward<E>(e), [&](auto first, auto x) {
+  return detail::with_operand(std::forward<E>(e), [&](const auto& x) {
     auto inv_std = rsqrt(mean(square(x - mean(x, axis<-1>)), axis<-1>) + detail::compute_t<T>(eps));
-    return (std::move(first) - mean(x, axis<-1>)) * inv_std * std::forward<G>(gamma) + std::forward<B>(beta);
+    return (x - mean(x, axis<-1>)) * inv_std * std::forward<G>(gamma) + std::forward<B>(beta);
   });
 }
 
@@ -39,8 +39,8 @@ auto layer_norm(E&& e, G&& gamma, B&& beta, double eps = 1e-5) {
 template <expression E, operand G>
 auto rms_norm(E&& e, G&& gamma, double eps = 1e-6) {
   using T = typename std::remove_cvref_t<E>::value_type;
-  return detail::with_operand(std::forward<E>(e), [&](auto first, auto x) {
-    return std::move(first) * rsqrt(mean(square(x), axis<-1>) + detail::compute_t<T>(eps)) * std::forward<G>(gamma);
+  return detail::with_operand(std::forward<E>(e), [&](const auto& x) {
+    return x * rsqrt(mean(square(x), axis<-1>) + detail::compute_t<T>(eps)) * std::forward<G>(gamma);
   });
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "fuse/core/generators.hpp"
 #include "fuse/core/map_expr.hpp"
 #include "fuse/ops/activation.hpp"
 #include "fuse/ops/select.hpp"
@@ -23,6 +24,17 @@ template <int K>
 inline constexpr axis_t<K> axis{};
 template <int... K>
 inline constexpr axes_t<K...> axes{};
+
+namespace fn {
+// Its first operand; the second, a one-element full, only gives the node rank 1 (broadcasting).
+struct first_of {
+  static constexpr const char* name = "as_rank1";
+  static constexpr int flops = 0;
+  using promotion = fuse::promotion::none;
+  template <class A, class B>
+  FUSE_HOST_DEVICE FUSE_INLINE A operator()(A a, B) const { return a; }
+};
+}  // namespace fn
 
 namespace detail {
 
@@ -120,6 +132,7 @@ struct mask_of<R, axis_t<K>> {
 };
 template <std::size_t R, int... K>
 struct mask_of<R, axes_t<K...>> {
+  static_assert(sizeof...(K) > 0, "fuse::reduce: axes<> names no axis (to reduce over every axis, give no axis argument)");
   static constexpr std::uint32_t value = (0u | ... | axis_bit<R, K>());
   static_assert(std::popcount(value) == sizeof...(K), "fuse::reduce: an axis is named twice");
 };
@@ -210,7 +223,13 @@ auto make_reduce(E&& e) {
 template <class Op, class E>
 auto make_reduce_all(E&& e) {
   using H = held_t<E>;
-  return reduce_expr<Op, all_axes_mask<H::rank>, false, H>(hold_operand(std::forward<E>(e)));
+  if constexpr (H::rank == 0) {
+    // No axis to reduce: the value is read as the one element of a rank-1 operand, so that the
+    // kernels see an ordinary reduction (NumPy: np.sum(np.float64(5)) is 5, np.var of it 0).
+    return make_reduce_all<Op>(make_map(fn::first_of{}, std::forward<E>(e), full_expr<bool, 1>{{}, shape_t<1>{1}, false}));
+  } else {
+    return reduce_expr<Op, all_axes_mask<H::rank>, false, H>(hold_operand(std::forward<E>(e)));
+  }
 }
 }  // namespace detail
 
@@ -232,8 +251,8 @@ FUSE_REDUCTION_BUILDER(min, min_op)
 template <expression E, class... Axes>
   requires(sizeof...(Axes) <= 1)
 auto var(E&& e, Axes... ax) {
-  return detail::with_operand(std::forward<E>(e), [=](auto first, auto x) {
-    return mean(square(std::move(first) - mean(x, ax...)), ax...);
+  return detail::with_operand(std::forward<E>(e), [=](const auto& x) {
+    return mean(square(x - mean(x, ax...)), ax...);
   });
 }
 
@@ -267,9 +286,9 @@ auto safe_shift(const E& x, Axes...) {
 template <expression E, class... Axes>
   requires(sizeof...(Axes) <= 1)
 auto logsumexp(E&& e, Axes... ax) {
-  return detail::with_operand(std::forward<E>(e), [=](auto first, auto x) {
+  return detail::with_operand(std::forward<E>(e), [=](const auto& x) {
     auto m = detail::safe_shift(x, ax...);
-    return m + log(sum(exp(std::move(first) - m), ax...));
+    return m + log(sum(exp(x - m), ax...));
   });
 }
 

@@ -233,7 +233,10 @@ void run_split_rows(const It& it, int threads, bool stream, bool online) {
       } else if (it.alias[k] >= 0) {
         copy_alias_slot<P::slot>(it.phases, slots.data(), it.alias[k]);
       } else {
-        std::vector<Total> partial(threads, P::op::template identity<Total>());
+        // One per thread. Not std::vector<Total>: for bool (max of a mask) it packs the threads'
+        // values into shared bytes.
+        auto partial = std::make_unique<Total[]>(std::size_t(threads));
+        std::fill_n(partial.get(), threads, P::op::template identity<Total>());
 #pragma omp parallel num_threads(threads)
         {
           const index_t t = omp_get_thread_num(), nt = omp_get_num_threads();
@@ -245,7 +248,7 @@ void run_split_rows(const It& it, int threads, bool stream, bool online) {
           partial[t] = reduce_row<Unit>(p, phase_shared[k], it.shape, it.inner_first, my_idx, n * t / nt, n * (t + 1) / nt, ahead);
         }
         Total total = P::op::template identity<Total>();
-        for (auto v : partial) total = P::op::combine(total, v);
+        for (int t = 0; t < threads; ++t) total = P::op::combine(total, partial[t]);
         write_slot(slots[P::slot], P::op::template finalize<typename P::result_type>(total, phase.count));
       }
       ++k;
