@@ -275,3 +275,44 @@ TEST_CASE("squeeze/unsqueeze of expressions", "[core][views][squeeze]") {
   CHECK(g3.shape() == shape<1>{n});
   check_all(g3, [](const shape<1>&) { return 0.0; });
 }
+
+TEST_CASE("squeeze/unsqueeze of reductions and of temporary tensors", "[core][views][squeeze]") {
+  const index_t m = 6, n = 13;
+  auto x = random_tensor<float, 2>({m, n}, 123);
+  std::vector<double> row_max(m, -1e300), row_sum(m, 0.0);
+  double total = 0;
+  for (index_t i = 0; i < m; ++i)
+    for (index_t j = 0; j < n; ++j) {
+      const double v = at(x, shape<2>{i, j});
+      row_max[i] = std::max(row_max[i], v);
+      row_sum[i] += std::exp(v);
+      total += v;
+    }
+
+  // Into a reduction: the operand gets the axis, the reduced axes are renumbered.
+  auto u = fuse::unsqueeze<0>(fuse::max(x, fuse::axis<-1>));  // [1, m, 1]
+  static_assert(decltype(u)::rank == 3);
+  CHECK(u.shape() == shape<3>{1, m, 1});
+  check_all(fuse::eval(u), [&](const shape<3>& i) { return row_max[i[1]]; });
+  auto u1 = fuse::eval(fuse::unsqueeze<1>(fuse::max(x, fuse::axis<-1>)));  // [m, 1, 1]
+  check_all(u1, [&](const shape<3>& i) { return row_max[i[0]]; });
+  auto soft = fuse::eval(fuse::unsqueeze<0>(fuse::softmax(x)));  // [1, m, n], still one kernel
+  static_assert(fuse::kernels_v<decltype(fuse::unsqueeze<0>(fuse::softmax(x)))> == 1);
+  check_all(soft, [&](const shape<3>& i) { return std::exp(at(x, shape<2>{i[1], i[2]}) - row_max[i[1]]) /
+                                                  (row_sum[i[1]] * std::exp(-row_max[i[1]])); }, 1e-5);
+  // squeeze of an axis the reduction does not reduce.
+  auto x3 = fuse::eval(fuse::unsqueeze<0>(x));  // [1, m, n]
+  auto s = fuse::squeeze<0>(fuse::max(x3, fuse::axis<-1>));  // [m, 1]
+  CHECK(s.shape() == shape<2>{m, 1});
+  check_all(fuse::eval(s), [&](const shape<2>& i) { return row_max[i[0]]; });
+  // A reduction over everything gains its axis by broadcasting.
+  auto t = fuse::unsqueeze<0>(fuse::sum(x));
+  CHECK(t.shape() == shape<1>{1});
+  CHECK(fuse::eval(t)(0) == Approx(total).epsilon(1e-6));
+
+  // Temporary tensors (shared by the expression) squeeze and unsqueeze like views.
+  auto e = fuse::unsqueeze<1>(fuse::eval(x * 2.f));  // [m, 1, n]
+  auto f = fuse::squeeze<1>(e) + 1.f;
+  auto got = fuse::eval(f);
+  check_all(got, [&](const shape<2>& i) { return 2.0 * at(x, i) + 1.0; });
+}

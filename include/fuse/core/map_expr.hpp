@@ -85,21 +85,21 @@ template <class F>
 using promotion_of = typename F::promotion;
 
 // Wraps an operand for storage in a node: lvalue tensors by reference (a view), rvalue tensors
-// moved into shared ownership (owned_tensor), scalars as weak rank-0 leaves, everything else by
+// moved into shared ownership (owned_view), scalars as weak rank-0 leaves, everything else by
 // value.
 template <class A>
 constexpr auto hold_operand(A&& a) {
   using D = std::remove_cvref_t<A>;
   if constexpr (scalar<D>) return scalar_expr<D>{{}, a};
   else if constexpr (is_tensor_v<D> && std::is_lvalue_reference_v<A>) return a.view();
-  else if constexpr (is_tensor_v<D>) return owned_tensor<D>(std::move(a));
+  else if constexpr (is_tensor_v<D>) return own(std::move(a));
   else return D(std::forward<A>(a));
 }
 template <class A>
 using held_t = decltype(hold_operand(std::declval<A>()));
 
 // For composites that use their operand more than once: build(x) with the operand held once (an
-// rvalue tensor then is shared by its uses, see owned_tensor; a node is copied into each).
+// rvalue tensor then is shared by its uses, see owned_view; a node is copied into each).
 template <class A, class Build>
 auto with_operand(A&& a, Build&& build) {
   return build(hold_operand(std::forward<A>(a)));

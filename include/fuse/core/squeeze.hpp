@@ -7,6 +7,8 @@
 
 #include "fuse/core/generators.hpp"
 #include "fuse/core/map_expr.hpp"
+#include "fuse/core/tensor.hpp"
+#include "fuse/ops/reduce.hpp"
 
 namespace fuse {
 
@@ -49,6 +51,18 @@ auto reshape_axis_impl(const basic_view<T, Ext, S, M>& v) {
     return strided_view<T, R - 1, M>(v.data(), extents_from_shape<R - 1, dextents<R - 1>>(remove_at(v.shape(), K)),
                                      remove_at(v.strides(), K));
 }
+// Nodes recurse into their operands, which may be any of these.
+template <bool Insert, std::size_t K, class F, class... A>
+auto reshape_axis_impl(const map_expr<F, A...>& m);
+template <bool Insert, std::size_t K, class Op, std::uint32_t M, class C>
+auto reshape_axis_impl(const reduce_expr<Op, M, true, C>& r);
+
+// A shared temporary tensor: its view changes, the ownership stays.
+template <bool Insert, std::size_t K, class V>
+auto reshape_axis_impl(const owned_view<V>& o) {
+  auto v = reshape_axis_impl<Insert, K>(o.view());
+  return owned_view<decltype(v)>(v, o.owner());
+}
 template <bool Insert, std::size_t K, class T>
 auto reshape_axis_impl(const scalar_expr<T>& s) { return s; }
 template <bool Insert, std::size_t K, class T, std::size_t R>
@@ -89,6 +103,27 @@ auto reshape_axis_impl(const map_expr<F, A...>& m) {
         return map_expr<F, decltype(child(a))...>(m.f, child(a)...);
       },
       m.args);
+}
+
+// A reduction that keeps its axes: the change goes to its operand, the reduced axes renumbered.
+// Dropping an axis the reduction reduces would change the rank of the result alone, which no node
+// expresses: a compile error (the axis keeps extent 1 and broadcasts).
+template <bool Insert, std::size_t K, class Op, std::uint32_t M, class C>
+auto reshape_axis_impl(const reduce_expr<Op, M, true, C>& r) {
+  static_assert(Insert || !((M >> K) & 1u),
+                "fuse::squeeze: cannot drop an axis that a reduction reduces (it keeps extent 1, which broadcasts; "
+                "or squeeze the result of fuse::eval)");
+  check_squeezable<Insert, K>(r.shape());
+  constexpr std::uint32_t low = M & ((1u << K) - 1u);
+  constexpr std::uint32_t mask = Insert ? (low | ((M >> K) << (K + 1))) : (low | ((M >> (K + 1)) << K));
+  auto child = reshape_axis_impl<Insert, K>(r.child);
+  return reduce_expr<Op, mask, true, decltype(child)>(child);
+}
+// A reduction over every axis (rank 0) gains its axis by broadcasting against a one-element full.
+template <bool Insert, std::size_t K, class Op, std::uint32_t M, class C>
+auto reshape_axis_impl(const reduce_expr<Op, M, false, C>& r) {
+  static_assert(Insert && K == 0);  // squeeze and unsqueeze check the axis against rank 0
+  return make_map(fn::first_of{}, r, full_expr<bool, 1>{{}, shape_t<1>{1}, false});
 }
 
 template <bool Insert, std::size_t K, class E>

@@ -122,30 +122,39 @@ namespace detail {
 // cheap and read the same memory (the kernels recognise a repeated load by its address), and the
 // views that a composite takes of its buffer (softmax reads x in three places) stay valid as long
 // as any copy lives. A tensor held by value would be copied with the expression, and those views
-// would still point into the original.
-template <class Tensor>
-class owned_tensor : public expr_tag {
+// would still point into the original. Read through a view of the buffer, which squeeze and
+// unsqueeze may replace (core/squeeze.hpp).
+template <class View>
+class owned_view : public expr_tag {
  public:
-  using value_type = typename Tensor::value_type;
-  static constexpr std::size_t rank = Tensor::rank;
+  using value_type = typename View::value_type;
+  static constexpr std::size_t rank = View::rank;
   static constexpr node_kind kind = node_kind::leaf;
-  static constexpr memory_space space = Tensor::space;
-  static constexpr shape_t<rank> static_shape = Tensor::static_shape;
+  static constexpr memory_space space = View::space;
+  static constexpr shape_t<rank> static_shape = View::static_shape;
 
-  explicit owned_tensor(Tensor&& t) : t_(std::make_shared<const Tensor>(std::move(t))) {}
+  owned_view(const View& v, std::shared_ptr<const void> owner) : view_(v), owner_(std::move(owner)) {}
 
-  const shape_t<rank>& shape() const { return t_->shape(); }
-  auto view() const { return t_->view(); }
+  shape_t<rank> shape() const { return view_.shape(); }
+  const View& view() const { return view_; }
+  const std::shared_ptr<const void>& owner() const { return owner_; }
 
-  // --- leaf protocol: read like the tensor ---
+  // --- leaf protocol: read like the view ---
   template <std::size_t R, std::size_t B = 0>
-  auto evaluator(const shape_t<R>& out) const { return t_->template evaluator<R, B>(out); }
+  auto evaluator(const shape_t<R>& out) const { return view_.template evaluator<R, B>(out); }
   template <class F>
-  void visit_leaves(F&& f) const { t_->visit_leaves(f); }
+  void visit_leaves(F&& f) const { view_.visit_leaves(f); }
 
  private:
-  std::shared_ptr<const Tensor> t_;
+  View view_;
+  std::shared_ptr<const void> owner_;
 };
+
+template <class Tensor>
+auto own(Tensor&& t) {
+  auto owner = std::make_shared<const Tensor>(std::move(t));
+  return owned_view<typename Tensor::const_view_type>(owner->view(), owner);
+}
 
 template <class V>
 inline constexpr bool is_tensor_v = false;
