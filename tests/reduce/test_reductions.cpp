@@ -190,6 +190,13 @@ TEST_CASE("empty extents: identities, NaN for mean and var, an error for max") {
   fuse::tensor<float, 2> none(0, 5);
   auto empty_rows = fuse::eval(fuse::max(none, fuse::axis<-1>));  // nothing to reduce, nothing to return
   CHECK(empty_rows.size() == 0);
+  // An empty result reads nothing: softmax of rows of length 0 is empty, although the max inside
+  // would have no identity (PyTorch gives the empty result too), fused and eager.
+  auto soft = fuse::eval(fuse::softmax(e, fuse::axis<-1>));
+  CHECK(soft.shape() == fuse::shape_t<2>{4, 0});
+  fuse::tensor<float, 2> soft_eager(4, 0);
+  fuse::assign(fuse::eager(fuse::cpu{}), soft_eager, fuse::layer_norm(e, 1.f, 0.f));
+  CHECK(soft_eager.size() == 0);
 }
 
 TEST_CASE("eager and fused give the same reductions") {

@@ -109,6 +109,18 @@ void run_checked(const Exec& exec, It& it, const auto& rerun_via_temporary) {
   else run(exec, it);
 }
 
+// Throws unless e can be written into dst; true if there is nothing to write. Then nothing is read
+// either, so a reduction inside without an identity (softmax's max over [3, 0], whose result is
+// [3, 0]) is no error (PyTorch gives the empty result too).
+template <class Dst, class E>
+bool checked_empty(const Dst& dst, const E& e) {
+  check_writable(dst);
+  if (!assignable(dst.shape, e.shape()))
+    throw shape_error("fuse::assign: cannot assign an expression of shape " + format_shape(e.shape()) +
+                      " to a destination of shape " + format_shape(dst.shape));
+  return shape_size(dst.shape) == 0;
+}
+
 // One fused group of expression e (already held) into destination view/tensor d.
 template <class Exec, class D, class E>
 void assign_fused(const Exec& exec, D&& d, const E& e) {
@@ -118,10 +130,7 @@ void assign_fused(const Exec& exec, D&& d, const E& e) {
   static_assert(spaces_compatible(std::remove_cvref_t<D>::space, Exec::space),
                 "fuse::assign: the destination's memory is not in the executor's space");
   auto dst = destination_of(d);
-  check_writable(dst);
-  if (!assignable(dst.shape, e.shape()))
-    throw shape_error("fuse::assign: cannot assign an expression of shape " + format_shape(e.shape()) +
-                      " to a destination of shape " + format_shape(dst.shape));
+  if (checked_empty(dst, e)) return;
   validate(e);
   auto via_temporary = [&] {
     tensor_for<Exec, typename E::value_type, E::rank> tmp(e.shape());
@@ -188,6 +197,7 @@ template <class Exec, class D, class E>
 void assign(const Exec& exec, D&& y, E&& e) {
   auto held = detail::hold_operand(std::forward<E>(e));
   if constexpr (detail::is_eager_v<Exec>) {
+    if (detail::checked_empty(detail::destination_of(y), held)) return;  // before any node runs
     detail::pool_arena<typename detail::allocator_for<Exec::space>::type> arena;
     detail::assign_fused(exec.exec, y, detail::with_materialised_children(exec.exec, arena, held));
   } else {
