@@ -384,3 +384,44 @@ TEST_CASE("integer tensors keep their type; weak scalars adopt the tensor's type
     }
   }
 }
+
+TEST_CASE("integers compare by value, also with scalars outside their type (NumPy 2)", "[ops][compare][types]") {
+  // Converted to uint8, -1 would be 255 and 256 would be 0; NumPy 2 compares Python ints by value.
+  fuse::tensor<std::uint8_t, 1> u(4);
+  u(0) = 0, u(1) = 5, u(2) = 255, u(3) = 128;
+  fuse::tensor<std::int8_t, 1> s(4);
+  s(0) = -128, s(1) = 0, s(2) = 127, s(3) = -1;
+  fuse::tensor<std::int64_t, 1> big(4);
+  big(0) = -1, big(1) = 5, big(2) = std::int64_t(1) << 40, big(3) = 128;
+  fuse::tensor<std::uint64_t, 1> ubig(4);
+  ubig(0) = ~std::uint64_t(0), ubig(1) = 5, ubig(2) = std::uint64_t(1) << 40, ubig(3) = 127;
+  for (int threads : {1, 2}) {
+    const fuse::cpu exec{.threads = threads};
+    const auto gt = fuse::eval(exec, u > -1);
+    const auto eq = fuse::eval(exec, u == 256);
+    const auto lt = fuse::eval(exec, s < 200);
+    const auto ne = fuse::eval(exec, s != 383);       // 383 as int8 would be 127
+    const auto mixed = fuse::eval(exec, big < ubig);  // int64 against uint64: -1 < 2^64 - 1
+    const auto same = fuse::eval(exec, ubig == big);
+    const auto uint_vs_int = fuse::eval(exec, u <= s);  // 128 <= -1 is false; 255 <= 127 false
+    for (index_t k = 0; k < 4; ++k) {
+      CHECK(gt(k));
+      CHECK_FALSE(eq(k));
+      CHECK(lt(k));
+      CHECK(ne(k));
+      CHECK(uint_vs_int(k) == (int(u(k)) <= int(s(k))));
+    }
+    CHECK(mixed(0));
+    CHECK_FALSE(mixed(1));
+    CHECK_FALSE(mixed(2));
+    CHECK_FALSE(mixed(3));
+    CHECK_FALSE(same(0));
+    CHECK(same(1));
+    CHECK(same(2));
+    CHECK_FALSE(same(3));
+    // Mixed with floating values, the promoted type as before: u > 2.5 compares in double.
+    const auto f = fuse::eval(exec, u > 2.5);
+    CHECK_FALSE(f(0));
+    CHECK(f(1));
+  }
+}

@@ -399,3 +399,51 @@ TEST_CASE("composites of a temporary tensor stay valid when the expression is co
   auto copy = soft;
   CHECK(fuse::plan(copy).bytes_read == fuse::plan(fuse::softmax(x, fuse::axis<-1>)).bytes_read);
 }
+
+TEST_CASE("composites of integer tensors compute in double (NumPy), without wrapping or losing eps") {
+  fuse::tensor<std::uint8_t, 2> u(2, 3);
+  u(0, 0) = 1, u(0, 1) = 2, u(0, 2) = 3, u(1, 0) = 250, u(1, 1) = 0, u(1, 2) = 7;
+  fuse::tensor<std::int8_t, 2> s(2, 2);
+  s(0, 0) = -100, s(0, 1) = 100, s(1, 0) = 5, s(1, 1) = 5;
+  fuse::tensor<int, 2> c(2, 4);  // a constant row and a zero row
+  for (index_t j = 0; j < 4; ++j) c(0, j) = 7, c(1, j) = 0;
+  static_assert(std::is_same_v<decltype(fuse::softmax(u))::value_type, double>);
+  auto ref_softmax = [](std::vector<double> row) {
+    const double m = *std::max_element(row.begin(), row.end());
+    double sum = 0;
+    for (double v : row) sum += std::exp(v - m);
+    for (double& v : row) v = std::exp(v - m) / sum;
+    return row;
+  };
+  for (int threads : {1, 2}) {
+    const fuse::cpu exec{.threads = threads};
+    const auto su = fuse::eval(exec, fuse::softmax(u));
+    const auto lu = fuse::eval(exec, fuse::log_softmax(u));
+    const auto eu = fuse::eval(exec, fuse::logsumexp(u, fuse::axis<-1>));
+    for (index_t r = 0; r < 2; ++r) {
+      std::vector<double> row{double(u(r, 0)), double(u(r, 1)), double(u(r, 2))};
+      const auto want = ref_softmax(row);
+      double lse = 0;
+      const double m = *std::max_element(row.begin(), row.end());
+      for (double v : row) lse += std::exp(v - m);
+      lse = m + std::log(lse);
+      CHECK(close(eu(r, 0), lse, 1e-12));
+      for (index_t j = 0; j < 3; ++j) {
+        CHECK(close(su(r, j), want[j], 1e-12, 1e-300));
+        CHECK(close(lu(r, j), row[j] - lse, 1e-12, 1e-12));
+      }
+    }
+    const auto ss = fuse::eval(exec, fuse::softmax(s));
+    CHECK(close(ss(0, 0), std::exp(-200.0) / (1 + std::exp(-200.0)), 1e-12, 1e-300));
+    CHECK(close(ss(0, 1), 1 / (1 + std::exp(-200.0)), 1e-12));
+    CHECK(ss(1, 0) == 0.5);
+    const auto ln = fuse::eval(exec, fuse::layer_norm(c, 2.0, 0.5));  // a constant row: beta
+    const auto rn = fuse::eval(exec, fuse::rms_norm(c, 2.0));         // a zero row: 0
+    for (index_t j = 0; j < 4; ++j) {
+      CHECK(ln(0, j) == 0.5);
+      CHECK(ln(1, j) == 0.5);
+      CHECK(close(rn(0, j), 7.0 / std::sqrt(49.0 + 1e-6) * 2.0, 1e-12));
+      CHECK(rn(1, j) == 0.0);
+    }
+  }
+}

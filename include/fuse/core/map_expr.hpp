@@ -60,10 +60,18 @@ struct signature<promotion::floating, F, A...> {
   using result = float_result_t<promote_t<typed_of<A>...>>;
   using convert = convert_to<compute_t<result>>;
 };
+// Integers whose comparison by value std::cmp_less and its kin take (not bool, not characters).
+template <class T>
+inline constexpr bool is_plain_integer_v = std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, char> &&
+                                           !std::is_same_v<T, wchar_t> && !std::is_same_v<T, char8_t> &&
+                                           !std::is_same_v<T, char16_t> && !std::is_same_v<T, char32_t>;
+// Integers are compared by value, each in its own type (NumPy 2: uint8 > -1 is true, where the
+// scalar converted to uint8 would be 255); everything else in the promoted type.
 template <class F, class... A>
 struct signature<promotion::predicate, F, A...> {
   using result = bool;
-  using convert = convert_to<compute_t<promote_t<typed_of<A>...>>>;
+  using convert = std::conditional_t<(is_plain_integer_v<typename A::value_type> && ...), convert_none,
+                                     convert_to<compute_t<promote_t<typed_of<A>...>>>>;
 };
 template <class F, class... A>
 struct signature<promotion::logical, F, A...> {

@@ -1,30 +1,46 @@
 // fuse/ops/compare.hpp - comparisons (giving bool) and logical && || !.
 #pragma once
 
+#include <utility>
+
 #include "fuse/ops/arith.hpp"
 
 namespace fuse {
 
 namespace fn {
-#define FUSE_COMPARE_FN(NAME, OP, POLICY)                                          \
+// Two plain integers (signature<predicate> leaves them in their own types) compare by value.
+#define FUSE_COMPARE_FN(NAME, OP, BY_VALUE)                                                   \
+  struct NAME {                                                                               \
+    static constexpr const char* name = #NAME;                                                \
+    static constexpr int flops = 1;                                                           \
+    using promotion = fuse::promotion::predicate;                                             \
+    template <class A, class B>                                                               \
+    FUSE_HOST_DEVICE FUSE_INLINE constexpr bool operator()(A a, B b) const {                  \
+      if constexpr (detail::is_plain_integer_v<A> && detail::is_plain_integer_v<B>) return BY_VALUE(a, b); \
+      else return a OP b;                                                                     \
+    }                                                                                         \
+  };
+FUSE_COMPARE_FN(less, <, std::cmp_less)
+FUSE_COMPARE_FN(less_equal, <=, std::cmp_less_equal)
+FUSE_COMPARE_FN(greater, >, std::cmp_greater)
+FUSE_COMPARE_FN(greater_equal, >=, std::cmp_greater_equal)
+FUSE_COMPARE_FN(equal, ==, std::cmp_equal)
+FUSE_COMPARE_FN(not_equal, !=, std::cmp_not_equal)
+#undef FUSE_COMPARE_FN
+
+#define FUSE_LOGICAL_FN(NAME, OP)                                                  \
   struct NAME {                                                                    \
     static constexpr const char* name = #NAME;                                     \
     static constexpr int flops = 1;                                                \
-    using promotion = fuse::promotion::POLICY;                                     \
+    using promotion = fuse::promotion::logical;                                    \
     template <class A, class B>                                                    \
     FUSE_HOST_DEVICE FUSE_INLINE constexpr bool operator()(A a, B b) const {       \
       return a OP b;                                                               \
     }                                                                              \
   };
-FUSE_COMPARE_FN(less, <, predicate)
-FUSE_COMPARE_FN(less_equal, <=, predicate)
-FUSE_COMPARE_FN(greater, >, predicate)
-FUSE_COMPARE_FN(greater_equal, >=, predicate)
-FUSE_COMPARE_FN(equal, ==, predicate)
-FUSE_COMPARE_FN(not_equal, !=, predicate)
-FUSE_COMPARE_FN(logical_and, &&, logical)
-FUSE_COMPARE_FN(logical_or, ||, logical)
-#undef FUSE_COMPARE_FN
+FUSE_LOGICAL_FN(logical_and, &&)
+FUSE_LOGICAL_FN(logical_or, ||)
+#undef FUSE_LOGICAL_FN
 
 struct logical_not {
   static constexpr const char* name = "logical_not";

@@ -256,6 +256,17 @@ auto var(E&& e, Axes... ax) {
   });
 }
 
+namespace detail {
+// The operand of a floating-point composite: integers converted first (NumPy computes softmax of
+// an int array in float64), so that x - max(x) or x * x cannot wrap or overflow in the integer type.
+template <class E>
+decltype(auto) as_floating(E&& e) {
+  using T = typename std::remove_cvref_t<E>::value_type;
+  if constexpr (is_floating_v<T>) return std::forward<E>(e);
+  else return cast<float_result_t<T>>(std::forward<E>(e));
+}
+}  // namespace detail
+
 namespace fn {
 // logsumexp's shift: m, or 0 where m is infinite (NaN stays NaN); what where(abs(m) == inf, 0, m)
 // computes, as one node, so that the row kernel recognises the shift of an online pair
@@ -286,7 +297,7 @@ auto safe_shift(const E& x, Axes...) {
 template <expression E, class... Axes>
   requires(sizeof...(Axes) <= 1)
 auto logsumexp(E&& e, Axes... ax) {
-  return detail::with_operand(std::forward<E>(e), [=](const auto& x) {
+  return detail::with_operand(detail::as_floating(std::forward<E>(e)), [=](const auto& x) {
     auto m = detail::safe_shift(x, ax...);
     return m + log(sum(exp(x - m), ax...));
   });
