@@ -119,6 +119,22 @@ TEST_CASE("plan numbers: broadcast rows, columns, stride-0 views and slices coun
     CHECK(f2.bytes_written == 5 * n * sz<float>);
   }
   {
+    // Overlapping views of one buffer count their bytes once: x[1:] - x[:-1] reads x, and a
+    // sliding window of 3 over 6 elements reads 6. Every-other-column slices side by side read x.
+    auto [f, e] = plans(fuse::slice<0>(x, 1, m) - fuse::slice<0>(x, 0, m - 1));
+    CHECK(f.bytes_read == X);
+    std::vector<float> six(6, 1.f);
+    auto windows = fuse::view(six.data(), shape_t<2>{4, 3}, shape_t<2>{1, 1});
+    auto [f2, e2] = plans(windows * 2.f);
+    CHECK(f2.bytes_read == 6 * sz<float>);
+    auto [f3, e3] = plans(fuse::slice<1>(x, 0, n - 1, 2) + fuse::slice<1>(x, 1, n, 2));
+    CHECK(f3.bytes_read == m * (n - 1) * sz<float>);  // the two slices: distinct, within x
+    // Disjoint buffers still add: x and a slice of another tensor.
+    fuse::tensor<float, 2> y(m, n);
+    auto [f4, e4] = plans(x + fuse::slice<0>(y, 0, m));
+    CHECK(f4.bytes_read == 2 * X);
+  }
+  {
     // Scalars and generators (full, iota) have no bytes.
     auto [f, e] = plans(x * 2.f + fuse::full(x.shape(), 1.f) + fuse::cast<float>(fuse::iota<1>(x.shape())));
     CHECK(f.bytes_read == X);

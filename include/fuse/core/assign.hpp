@@ -195,6 +195,8 @@ constexpr auto default_executor() {
 template <class Exec, class D, class E>
   requires((expression<D>) && operand<E>)
 void assign(const Exec& exec, D&& y, E&& e) {
+  if constexpr (expression<E>)
+    static_assert(detail::check_static_assignable<std::remove_cvref_t<D>::static_shape, std::remove_cvref_t<E>::static_shape>());
   auto held = detail::hold_operand(std::forward<E>(e));
   if constexpr (detail::is_eager_v<Exec>) {
     if (detail::checked_empty(detail::destination_of(y), held)) return;  // before any node runs

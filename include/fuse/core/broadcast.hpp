@@ -10,6 +10,9 @@ namespace error {
 // Named in the first line of the compiler's error when two static shapes cannot broadcast.
 template <class ShapeA, class ShapeB>
 struct static_shapes_do_not_broadcast;
+// The same for assign(y, e) with static extents on both sides.
+template <class ExpressionShape, class DestinationShape>
+struct static_shape_cannot_be_assigned_to;
 }  // namespace error
 
 namespace detail {
@@ -52,6 +55,25 @@ constexpr bool check_static_broadcast() {
   if constexpr (!static_broadcast(ShapeA, ShapeB).ok)
     return sizeof(error::static_shapes_do_not_broadcast<typename to_extents<ShapeA>::type,
                                                          typename to_extents<ShapeB>::type>) > 0;
+  return true;
+}
+
+// Fails to compile, naming both shapes, when an expression of static shape Src surely cannot be
+// assigned to a destination of static shape Dst (NumPy assignment: Src broadcasts to Dst).
+template <auto Dst, auto Src>
+constexpr bool check_static_assignable() {
+  constexpr bool ok = [] {
+    constexpr std::size_t D = Dst.size(), S = Src.size();
+    for (std::size_t j = 0; j < S; ++j) {
+      if (Src[j] == dyn || Src[j] == 1) continue;
+      if (j + D < S) return false;  // a leading axis beyond the destination's rank, not 1
+      const index_t d = Dst[j + D - S];
+      if (d != dyn && d != Src[j]) return false;
+    }
+    return true;
+  }();
+  if constexpr (!ok)
+    return sizeof(error::static_shape_cannot_be_assigned_to<typename to_extents<Src>::type, typename to_extents<Dst>::type>) > 0;
   return true;
 }
 

@@ -38,6 +38,9 @@ struct leaf_info {
   const void* data;
   index_t bytes;   // distinct bytes the leaf occupies (stride-0 axes count once)
   memory_space space;
+  // The bytes [data + lo, data + hi) hold them all (lo == hi: no bound given, as for take, whose
+  // rows count once per index). Overlapping leaves of one buffer (two slices of x) share them.
+  std::ptrdiff_t lo = 0, hi = 0;
 };
 
 template <std::size_t L>

@@ -71,7 +71,9 @@ class basic_view : public detail::expr_tag {
   }
   template <class F>
   void visit_leaves(F&& f) const {
-    f(detail::leaf_info{data_, detail::footprint_elements(shape(), strides()) * index_t(sizeof(T)), Space});
+    const auto range = detail::offset_range(shape(), strides());  // {0, -1} when empty
+    f(detail::leaf_info{data_, detail::footprint_elements(shape(), strides()) * index_t(sizeof(T)), Space,
+                        range[0] * std::ptrdiff_t(sizeof(T)), (range[1] + 1) * std::ptrdiff_t(sizeof(T))});
   }
 
  private:

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <iomanip>
 #include <map>
 #include <ostream>
@@ -56,18 +57,43 @@ inline std::string format_bytes(index_t b) {
 
 // Names leaves x0, x1, ... by their memory, and sums the distinct bytes they occupy.
 struct leaf_table {
-  std::map<const void*, std::pair<std::size_t, index_t>> seen;  // data -> (number, bytes)
+  struct entry {
+    std::size_t number;
+    index_t bytes;
+    std::uintptr_t lo, hi;  // the bytes that hold them (lo == hi: unbounded)
+  };
+  std::map<const void*, entry> seen;
 
   std::string name(const leaf_info& l) {
-    auto [it, fresh] = seen.try_emplace(l.data, seen.size(), l.bytes);
-    if (!fresh && l.bytes > it->second.second) it->second.second = l.bytes;
+    const auto at = reinterpret_cast<std::uintptr_t>(l.data);
+    const entry e{seen.size(), l.bytes, at + l.lo, at + l.hi};
+    auto [it, fresh] = seen.try_emplace(l.data, e);
+    if (!fresh) {  // the same memory read another way (x and transpose(x)): the larger footprint
+      auto& old = it->second;
+      old.bytes = std::max(old.bytes, l.bytes);
+      if (old.lo == old.hi || e.lo == e.hi) old.lo = old.hi = 0;
+      else old.lo = std::min(old.lo, e.lo), old.hi = std::max(old.hi, e.hi);
+    }
     std::string n(1, 'x');  // not "x" + to_string(...): GCC 12 -O3 warns (false -Wrestrict, PR 105329)
-    n += std::to_string(it->second.first);
+    n += std::to_string(it->second.number);
     return n;
   }
+
+  // Leaves whose byte ranges overlap (slices of one buffer) count at most their ranges' union.
   index_t bytes() const {
+    std::vector<entry> ranged;
     index_t b = 0;
-    for (auto& [p, v] : seen) b += v.second;
+    for (auto& [p, e] : seen) {
+      if (e.lo == e.hi) b += e.bytes;
+      else ranged.push_back(e);
+    }
+    std::sort(ranged.begin(), ranged.end(), [](const entry& a, const entry& c) { return a.lo < c.lo; });
+    for (std::size_t i = 0; i < ranged.size();) {
+      index_t sum = 0;
+      std::uintptr_t lo = ranged[i].lo, hi = ranged[i].hi;
+      for (; i < ranged.size() && ranged[i].lo < hi; ++i) sum += ranged[i].bytes, hi = std::max(hi, ranged[i].hi);
+      b += std::min<index_t>(sum, index_t(hi - lo));
+    }
     return b;
   }
 };
