@@ -213,3 +213,30 @@ TEST_CASE("every kernel of one translation unit finds its online pair") {
   const auto lse = pair_of(fuse::logsumexp(x, fuse::axis<-1>));
   CHECK((lse.kind == online_kind::softmax && lse.max_phase == 0 && lse.read_phase == 1 && lse.sum_phase == 2));
 }
+
+TEST_CASE("online pairs whose operand reads another phase, and a row buffer that is not the pair's") {
+  // softmax(x * mean(y)): the sum's operand reads a repeat of mean(y) numbered after the max, so
+  // the repeat must be copied before the pair runs (the split path ran the pair before any phase).
+  // gelu(x) * sum(gelu(x)) + log_softmax(x): the row buffer holds gelu(x), which the pair's pass
+  // must not overwrite with its exponentials. Fused against eager (one kernel per node).
+  auto check = [](const auto& exec, index_t m, index_t n, unsigned seed) {
+    auto x = random<float, 2>({m, n}, seed, -3, 3);
+    auto y = random<float, 2>({m, n}, seed + 1, 0.5, 1.5);
+    auto g = random<float, 1>({n}, seed + 2, 0.5, 1.5);
+    auto z = x * fuse::mean(y, fuse::axis<-1>);
+    auto compare = [&](const auto& e) {
+      fuse::tensor<float, 2> fused(e.shape()), eager(e.shape());
+      fuse::assign(exec, fused, e);
+      fuse::assign(fuse::eager(exec), eager, e);
+      for (index_t i = 0; i < fused.size(); ++i)
+        REQUIRE(close(fused.data()[i], eager.data()[i], 1e-4, 1e-30));
+    };
+    compare(fuse::softmax(z, fuse::axis<-1>));
+    compare(fuse::layer_norm(z, g, 0.25f));
+    compare(fuse::logsumexp(z, fuse::axis<-1>));
+    compare(fuse::gelu(x) * fuse::sum(fuse::gelu(x), fuse::axis<-1>) + fuse::log_softmax(x, fuse::axis<-1>));
+  };
+  check(fuse::cpu{.threads = 1}, 3, 5000, 71);   // online rows
+  check(fuse::cpu{.threads = 2}, 4, 5000, 72);   // online rows, two threads
+  check(fuse::cpu{.threads = 2}, 1, 70001, 73);  // one row split across two threads
+}

@@ -65,11 +65,20 @@ void run_row(const It& it, Ev& ev, Phases& phases, const shared_plan* shared, ro
     auto phase = [&]<std::size_t k>(std::integral_constant<std::size_t, k>) {
       auto& p = get<k>(phases);
       using P = std::remove_cvref_t<decltype(p)>;
-      if constexpr (Unit && int(k) == online_pair_v<Phases>.max_phase) {
+      // (Not when the row buffer is the max phase's: the pass would not fill it.)
+      if constexpr (Unit && int(k) == online_pair_v<Phases>.max_phase && Cached != int(k)) {
         pf.follow(nullptr);
-        if (online != nullptr && run_online_pair<Unit>(it, phases, shared, slots, idx, pf, *online, buf)) {
-          paired = true;
-          return;
+        if (online != nullptr) {
+          copy_aliases_before(phases, slots, it.alias, int(k));
+          // The buffer only where it is the pair's sum phase's: another phase's values are in it.
+          const bool ran = [&] {
+            if constexpr (Cached == online_pair_v<Phases>.sum_phase) return run_online_pair<Unit>(it, phases, shared, slots, idx, pf, *online, buf);
+            else return run_online_pair<Unit>(it, phases, shared, slots, idx, pf, *online, nullptr);
+          }();
+          if (ran) {
+            paired = true;
+            return;
+          }
         }
       }
       if constexpr (int(k) == online_pair_v<Phases>.sum_phase) {
@@ -220,14 +229,18 @@ void run_split_rows(const It& it, int threads, bool stream, bool online) {
     index_t q = o;
     unflatten(q, it.shape, 0, it.inner_first, idx);
     bool paired = false;  // the pair's slots are written
-    if constexpr (Unit && online_pair_v<decltype(it.phases)>.found()) {
-      if (online) paired = run_split_online_pair<Unit>(it, threads, slots.data(), idx, phase_shared.data(), long_rows);
-    }
     std::size_t k = 0;
     for_each(it.phases, [&](const auto& phase) {
       using P = std::remove_cvref_t<decltype(phase)>;
       using Total = typename P::op::template total_t<typename P::acc_type>;
       constexpr const online_pair_t& pair = online_pair_v<decltype(it.phases)>;
+      if constexpr (Unit && pair.found()) {
+        // At the pair's turn: the phases before it are done (its operand may read them).
+        if (online && int(k) == pair.max_phase) {
+          copy_aliases_before(it.phases, slots.data(), it.alias, pair.max_phase);
+          paired = run_split_online_pair<Unit>(it, threads, slots.data(), idx, phase_shared.data(), long_rows);
+        }
+      }
       if (paired && (int(k) == pair.max_phase || int(k) == pair.sum_phase)) {
         // written by the pair
       } else if (it.alias[k] >= 0) {

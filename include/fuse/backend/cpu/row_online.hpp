@@ -208,6 +208,19 @@ FUSE_NOINLINE bool run_online_pair(const It& it, Phases& phases, const shared_pl
   return finish_online<pair.kind, PK, PJ>(part, n, shift_writer<Phases>(slots), slots);
 }
 
+// The repeated phases whose source comes before the pair's first phase k0, copied before the pair
+// runs (their turn in slot order may come after it): the pair's second phase reads its operand's
+// slots through such repeats (softmax(x * mean(y)): the sum's x * mean(y) reads a repeat of the
+// mean numbered after the max).
+template <class Phases>
+void copy_aliases_before(const Phases& phases, row_slot* slots, const int* alias, int k0) {
+  std::size_t k = 0;
+  for_each(phases, [&](const auto& p) {
+    if (alias[k] >= 0 && alias[k] < k0) copy_alias_slot<std::remove_cvref_t<decltype(p)>::slot>(phases, slots, alias[k]);
+    ++k;
+  });
+}
+
 // Before the epilogue writes block [b, e): its buffered exp(x - m_b) times exp(m_b - m).
 template <class T>
 void rescale_block(T* buf, index_t b, index_t e, double block_max, double m) {
