@@ -166,8 +166,17 @@ struct map_expr : detail::expr_tag {
   detail::tuple<Args...> args;
   shape_t<rank> shape_;
 
+#if defined(__CUDACC__)
+  // nvcc infers the moved operands' implicit constructors as __host__ __device__ (the tuple's is)
+  // and then warns that owned_view's shared_ptr is host-only; a node is only ever built on the host.
+#pragma nv_diagnostic push
+#pragma nv_diag_suppress 20011
+#endif
   template <class... A>
   explicit map_expr(F fn, A&&... a) : f(fn), args(std::forward<A>(a)...), shape_(broadcast_all()) {}
+#if defined(__CUDACC__)
+#pragma nv_diagnostic pop
+#endif
 
   const shape_t<rank>& shape() const { return shape_; }
   index_t size() const { return shape_size(shape_); }
