@@ -92,15 +92,6 @@ auto split_group(const Exec& exec, Arena& arena, const E& e) {
   }
 }
 
-// Does an axis of e (shape `e`) stretch to fill the destination's (an extent of 1, or a missing
-// leading axis, under a larger extent)?
-template <std::size_t D, std::size_t R>
-bool stretches(const shape_t<D>& dst, const shape_t<R>& e) {
-  for (std::size_t i = 0; i < D; ++i)
-    if (dst[D - 1 - i] != (i < R ? e[R - 1 - i] : 1)) return true;
-  return false;
-}
-
 template <bool Fallback = false, class Exec, class It>
 void run_checked(const Exec& exec, It& it, const auto& rerun_via_temporary) {
   if (it.empty()) return;

@@ -106,5 +106,14 @@ bool assignable(const shape_t<D>& dst, const shape_t<S>& src) {
   return true;
 }
 
+// Does an axis of e (shape `e`) stretch to fill the destination's (an extent of 1, or a missing
+// leading axis, under a larger extent)?
+template <std::size_t D, std::size_t R>
+bool stretches(const shape_t<D>& dst, const shape_t<R>& e) {
+  for (std::size_t i = 0; i < D; ++i)
+    if (dst[D - 1 - i] != (i < R ? e[R - 1 - i] : 1)) return true;
+  return false;
+}
+
 }  // namespace detail
 }  // namespace fuse
