@@ -137,6 +137,37 @@ TEST_CASE("take: rank-1 and rank-3 tables, strided tables and indices", "[core][
   check_all(tab, [&](const shape<2>& i) { return at(tab0, shape<2>{5 - i[0], i[1]}); });
 }
 
+TEST_CASE("take: tensors moved in (temporaries) live as long as the expression", "[core][generators][take]") {
+  auto table = random_tensor<float, 2>({30, 7}, 417);
+  std::vector<std::int32_t> ids = {29, 0, 5, 5, 11};
+  auto ids_tensor = [&] {
+    fuse::tensor<std::int32_t, 1> t(index_t(ids.size()));
+    for (std::size_t k = 0; k < ids.size(); ++k) t.data()[k] = ids[k];
+    return t;
+  };
+  // Both operands temporaries; the expression returned from the scope that made them, then copied.
+  auto make = [&] { return fuse::take(fuse::eval(table * 2.f), ids_tensor()) + 1.f; };
+  const auto e = make();
+  const auto copy = e;
+  auto ref = [&](const shape<2>& i) { return 2.0 * at(table, shape<2>{ids[std::size_t(i[0])], i[1]}) + 1.0; };
+  check_all(fuse::eval(copy), ref);
+  check_all(fuse::eval(fuse::eager(fuse::cpu{}), e), ref);
+  // unsqueeze rebuilds the node: the owners go with it.
+  const auto u = [&] { return fuse::unsqueeze<1>(fuse::take(fuse::eval(table * 2.f), ids_tensor())); }();
+  CHECK(u.shape() == shape<3>{5, 1, 7});
+  check_all(fuse::eval(fuse::squeeze<1>(u) + 1.f), ref);
+  // One temporary: the table, or the indices.
+  check_all(fuse::eval(fuse::take(table, ids_tensor())), [&](const shape<2>& i) { return at(table, shape<2>{ids[std::size_t(i[0])], i[1]}); });
+  auto t = fuse::eval(fuse::take(fuse::eval(table * 2.f), fuse::view(ids)));
+  check_all(t, [&](const shape<2>& i) { return 2.0 * at(table, shape<2>{ids[std::size_t(i[0])], i[1]}); });
+  // An index out of range in a moved-in tensor still throws before anything is written.
+  ids[2] = 30;
+  fuse::tensor<float, 2> y(5, 7);
+  fuse::assign(y, fuse::full(y.shape(), 3.f));
+  CHECK_THROWS_AS(y = fuse::take(table, ids_tensor()), fuse::index_error);
+  check_all(y, [](const shape<2>&) { return 3.0; });
+}
+
 TEST_CASE("take: a destination inside the table gives the fresh-tensor result", "[core][generators][take][alias]") {
   const index_t V = 9, D = 5;
   SECTION("rows shifted down by one: table[1:] = take(table, [0, 1, ..., V-2])") {

@@ -154,6 +154,27 @@ TEST_CASE("the eager plan has one kernel per interior node", "[plan][eager]") {
   CHECK_EAGER_KERNELS(3, fuse::exp(fuse::map([](float a) { return -a; }, x)) + y);
 }
 
+TEST_CASE("the eager plan counts var and logsumexp as one node each", "[plan][eager][reduce]") {
+  // Spec section 5: each section-3 reduction is one node, though var and logsumexp are written
+  // with the nodes users have (and fuse like them); a hand-written variance is the nodes it has.
+  operands o;
+  auto& x = o.x;
+  auto& y = o.y;
+  CHECK_EAGER_KERNELS(1, fuse::var(x, fuse::axis<-1>));
+  CHECK_EAGER_KERNELS(1, fuse::var(x, fuse::axis<0>));
+  CHECK_EAGER_KERNELS(1, fuse::var(x));
+  CHECK_EAGER_KERNELS(1, fuse::logsumexp(x, fuse::axis<-1>));
+  CHECK_EAGER_KERNELS(1, fuse::logsumexp(x));
+  CHECK_EAGER_KERNELS(2, fuse::var(x + y, fuse::axis<0>));       // the operand, then var
+  CHECK_EAGER_KERNELS(2, fuse::logsumexp(o.k, fuse::axis<-1>));  // the cast to double, then logsumexp
+  CHECK_EAGER_KERNELS(2, fuse::var(fuse::sum(x)));                // rank 0
+  CHECK_EAGER_KERNELS(4, fuse::logsumexp(x * y, fuse::axis<-1>) + fuse::var(x, fuse::axis<-1>));
+  CHECK_EAGER_KERNELS(4, fuse::mean(fuse::square(x - fuse::mean(x, fuse::axis<-1>)), fuse::axis<-1>));
+  // The fused plans are unchanged: one row kernel each.
+  CHECK_ONE_KERNEL(fuse::var(x, fuse::axis<-1>));
+  CHECK_ONE_KERNEL(fuse::logsumexp(x * y, fuse::axis<-1>) + fuse::var(x, fuse::axis<-1>));
+}
+
 TEST_CASE("a named subexpression used five times: one fused kernel; eager counts it once or per use", "[plan][eager][gelu]") {
   operands o;
   auto z = o.x + o.bias;

@@ -227,6 +227,39 @@ TEST_CASE("plan numbers: map and the hand-written GELU", "[plan][bytes][gelu]") 
   }
 }
 
+TEST_CASE("plan numbers: var and logsumexp, one eager kernel each", "[plan][bytes][reduce]") {
+  const index_t m = 9, n = 33;
+  fuse::tensor<float, 2> x(m, n), y(m, n);
+  ops_test::fill_random(x, -2, 2);
+  ops_test::fill_random(y, -2, 2);
+  const index_t X = m * n * sz<float>, C = m * sz<float>;
+  {
+    auto [fused, eager] = plans(fuse::var(x, fuse::axis<-1>));
+    CHECK(fused.bytes_read == X);
+    REQUIRE(eager.kernels == 1);
+    CHECK(eager.lines[0].what.starts_with("var(x0)"));
+    CHECK(eager.bytes_read == X);
+    CHECK(eager.bytes_written == C);
+  }
+  plans(fuse::logsumexp(x));
+  plans(fuse::var(x, fuse::axis<0>));
+  {
+    // t0 = x + y; t1 = logsumexp(t0): reads the temporary, writes one value per row. Eager adds
+    // once; the fused kernel adds in each phase that reads its operand (max, then sum).
+    auto e = fuse::logsumexp(x + y, fuse::axis<-1>);
+    const auto fused = fuse::plan(e);
+    const auto eager = fuse::plan(fuse::eager(fuse::cpu{}), e);
+    REQUIRE(eager.kernels == 2);
+    CHECK(eager.kernels == fuse::eager_kernels_v<decltype(e)>);
+    CHECK(eager.lines[0].flops == m * n);
+    CHECK(eager.lines[1].what.starts_with("logsumexp(t0)"));
+    CHECK(eager.lines[1].bytes_read == X);
+    CHECK(eager.lines[1].bytes_written == C);
+    CHECK(fused.bytes_read == 2 * X);
+    CHECK(fused.flops == eager.flops + m * n);
+  }
+}
+
 TEST_CASE("a printed plan has one line per kernel", "[plan][print]") {
   const index_t m = 4, n = 16;
   fuse::tensor<float, 2> x(m, n);

@@ -206,6 +206,49 @@ TEST_CASE("eager and fused give the same reductions") {
   for (index_t r = 0; r < 33; ++r) CHECK(f(r, 0) == Approx(e(r, 0)).epsilon(1e-6));
 }
 
+TEST_CASE("eager runs var and logsumexp as one node each, with the reference's values") {
+  // Eager materialises the operand (here x * 2 + y) and runs var / logsumexp as one kernel over it.
+  auto x = random<float, 2>({37, 70}, 31);
+  auto y = random<float, 2>({37, 70}, 32);
+  fuse::tensor<double, 2> xy(37, 70);
+  for (index_t i = 0; i < xy.size(); ++i) xy.data()[i] = double(x.data()[i]) * 2 + double(y.data()[i]);
+  const fuse::eager ex(fuse::cpu{});
+  auto rows_var = fuse::eval(ex, fuse::var(x * 2.f + y, fuse::axis<-1>));
+  auto rows_lse = fuse::eval(ex, fuse::logsumexp(x * 2.f + y, fuse::axis<-1>));
+  auto cols_var = fuse::eval(ex, fuse::var(x * 2.f + y, fuse::axis<0>));
+  for (index_t r = 0; r < 37; ++r) {
+    const std::vector<double> row(xy.data() + r * 70, xy.data() + (r + 1) * 70);
+    double s = 0;
+    for (double v : row) s += std::exp(v - ref_max(row));
+    CHECK(close(rows_var(r, 0), ref_var(row), 1e-5));
+    CHECK(close(rows_lse(r, 0), ref_max(row) + std::log(s), 1e-6, 1e-6));
+  }
+  for (index_t c = 0; c < 70; ++c) {
+    std::vector<double> col;
+    for (index_t r = 0; r < 37; ++r) col.push_back(xy(r, c));
+    CHECK(close(cols_var(0, c), ref_var(col), 1e-5));
+  }
+  const std::vector<double> all(xy.data(), xy.data() + xy.size());
+  double s = 0;
+  for (double v : all) s += std::exp(v - ref_max(all));
+  CHECK(close(double(fuse::eval(ex, fuse::var(x * 2.f + y))), ref_var(all), 1e-5));
+  CHECK(close(double(fuse::eval(ex, fuse::logsumexp(x * 2.f + y))), ref_max(all) + std::log(s), 1e-6));
+  // Rank 0: var of a value is 0, logsumexp of a value the value.
+  CHECK(double(fuse::eval(ex, fuse::var(fuse::sum(x)))) == 0.0);
+  CHECK(close(double(fuse::eval(ex, fuse::logsumexp(fuse::max(x)))), ref_max(std::vector<double>(x.data(), x.data() + x.size())), 1e-7));
+  // Integers: logsumexp computes in double.
+  fuse::tensor<std::int32_t, 2> k(3, 5);
+  for (index_t i = 0; i < k.size(); ++i) k.data()[i] = std::int32_t(i % 7) - 3;
+  auto lk = fuse::eval(ex, fuse::logsumexp(k, fuse::axis<-1>));
+  static_assert(std::is_same_v<decltype(lk)::value_type, double>);
+  for (index_t r = 0; r < 3; ++r) {
+    double m = -1e300, t = 0;
+    for (index_t c = 0; c < 5; ++c) m = std::max(m, double(k(r, c)));
+    for (index_t c = 0; c < 5; ++c) t += std::exp(double(k(r, c)) - m);
+    CHECK(close(lk(r, 0), m + std::log(t), 1e-12));
+  }
+}
+
 TEST_CASE("a reduction directly under a reduction over other axes is its own kernel") {
   // Found by the differential test: var(var(x, axis<0>), axis<-1>) once ran the inner var's
   // reduction over axis 0 as a phase of the outer row kernel (over axis 1): wrong values.

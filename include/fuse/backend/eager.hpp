@@ -54,9 +54,32 @@ auto materialise(const Exec& exec, Arena& arena, const E& e) {
   }
 }
 
+// The expression e with every subtree of type X replaced by r (as substitute does for evaluators).
+template <class X, class R, class E>
+auto replace_operand(const E& e, const R& r) {
+  if constexpr (std::is_same_v<E, X>) {
+    return r;
+  } else if constexpr (is_reduce_v<E>) {
+    auto child = replace_operand<X>(e.child, r);
+    return reduce_expr<typename E::op, E::mask, E::keepdims, decltype(child)>(child);
+  } else if constexpr (requires { e.args; }) {
+    return apply(
+        [&](const auto&... a) {
+          using node = map_expr<std::remove_cvref_t<decltype(e.f)>, decltype(replace_operand<X>(a, r))...>;
+          return node{e.f, replace_operand<X>(a, r)...};
+        },
+        e.args);
+  } else {
+    return e;
+  }
+}
+
 template <class Exec, class Arena, class E>
 auto with_materialised_children(const Exec& exec, Arena& arena, const E& e) {
-  if constexpr (requires { e.args; }) {
+  if constexpr (is_eager_unit_v<E>) {
+    // var(x), logsumexp(x): one node (spec section 5). x is materialised, the rest is one kernel.
+    return replace_operand<unit_operand_t<E>>(e, materialise(exec, arena, unit_operand(e)));
+  } else if constexpr (requires { e.args; }) {
     return apply(
         [&](const auto&... a) {
           using node = map_expr<std::remove_cvref_t<decltype(e.f)>, decltype(materialise(exec, arena, a))...>;

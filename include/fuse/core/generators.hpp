@@ -2,7 +2,9 @@
 // full (a constant), iota (an axis index, for masks) and take (a gather of table rows).
 #pragma once
 
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fuse/core/views.hpp"
@@ -88,6 +90,8 @@ struct take_expr : detail::expr_tag {
 
   Table table;
   Indices indices;
+  // Tensors moved into take (take(t, fuse::eval(ids))), shared by the node's copies (as owned_view).
+  detail::keep_alive table_owner{}, indices_owner{};
 
   shape_t<rank> shape() const {
     shape_t<rank> s{};
@@ -152,12 +156,27 @@ struct take_expr : detail::expr_tag {
   }
 };
 
+namespace detail {
+// A view of take's operand and, for an rvalue tensor, the shared owner that keeps it alive.
+template <class L>
+auto take_operand(L&& l) {
+  if constexpr (viewable<L>) {
+    return std::pair{as_view(l), std::shared_ptr<const void>{}};
+  } else {
+    auto held = own(std::move(l));
+    return std::pair{held.view(), held.owner()};
+  }
+}
+template <class L>
+concept takeable = viewable<L> || is_tensor_v<std::remove_cvref_t<L>>;
+}  // namespace detail
+
 template <class Table, class Indices>
-  requires detail::viewable<Table> && detail::viewable<Indices>
+  requires detail::takeable<Table> && detail::takeable<Indices>
 auto take(Table&& table, Indices&& indices) {
-  using TV = decltype(detail::as_view(table));
-  using IV = decltype(detail::as_view(indices));
-  return take_expr<TV, IV>{{}, detail::as_view(table), detail::as_view(indices)};
+  auto [t, t_owner] = detail::take_operand(std::forward<Table>(table));
+  auto [i, i_owner] = detail::take_operand(std::forward<Indices>(indices));
+  return take_expr<decltype(t), decltype(i)>{{}, t, i, detail::keep_alive(std::move(t_owner)), detail::keep_alive(std::move(i_owner))};
 }
 
 }  // namespace fuse

@@ -62,7 +62,7 @@ template <online_kind Kind, class PJ, class PK>
 inline constexpr bool pairs_v =
     std::is_floating_point_v<typename PJ::acc_type> && std::is_floating_point_v<typename PK::acc_type> &&
     ((Kind == online_kind::softmax && std::is_same_v<typename PJ::op, sum_op> && std::is_base_of_v<max_op, typename PK::op>) ||
-     (Kind == online_kind::variance && std::is_same_v<typename PJ::op, mean_op> && std::is_same_v<typename PK::op, mean_op>));
+     (Kind == online_kind::variance && std::is_base_of_v<mean_op, typename PJ::op> && std::is_same_v<typename PK::op, mean_op>));
 
 struct online_pair_t {
   online_kind kind = online_kind::none;

@@ -84,10 +84,10 @@ auto reshape_axis_impl(const take_expr<Table, Indices>& t) {
   constexpr std::size_t ri = Indices::rank;
   if constexpr (K < ri || (Insert && K == ri)) {
     auto idx = reshape_axis_impl<Insert, K>(t.indices);
-    return take_expr<Table, decltype(idx)>{{}, t.table, idx};
+    return take_expr<Table, decltype(idx)>{{}, t.table, idx, t.table_owner, t.indices_owner};
   } else {
     auto tab = reshape_axis_impl<Insert, K - ri + 1>(t.table);
-    return take_expr<decltype(tab), Indices>{{}, tab, t.indices};
+    return take_expr<decltype(tab), Indices>{{}, tab, t.indices, t.table_owner, t.indices_owner};
   }
 }
 template <bool Insert, std::size_t K, class F, class... A>

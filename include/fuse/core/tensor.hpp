@@ -150,6 +150,36 @@ class owned_view : public expr_tag {
   std::shared_ptr<const void> owner_;
 };
 
+// A shared owner that a node can hold by value (take keeps moved-in tensors alive with it). Its
+// copies are __host__ __device__ as nvcc infers a node's implicit copies to be (shared_ptr's are
+// host-only: warning #20011); they share ownership on the host, and a node is never copied on a
+// device.
+class keep_alive {
+ public:
+  keep_alive() = default;
+  explicit keep_alive(std::shared_ptr<const void> p) : p_(p ? new std::shared_ptr<const void>(std::move(p)) : nullptr) {}
+  FUSE_HOST_DEVICE keep_alive(const keep_alive& o) { share(o); }
+  FUSE_HOST_DEVICE keep_alive& operator=(const keep_alive& o) {
+    if (this != &o) release(), share(o);
+    return *this;
+  }
+  FUSE_HOST_DEVICE ~keep_alive() { release(); }
+
+ private:
+  FUSE_HOST_DEVICE void share(const keep_alive& o) {
+#if !FUSE_DEVICE_PASS
+    p_ = o.p_ ? new std::shared_ptr<const void>(*o.p_) : nullptr;
+#endif
+  }
+  FUSE_HOST_DEVICE void release() {
+#if !FUSE_DEVICE_PASS
+    delete p_;
+#endif
+    p_ = nullptr;
+  }
+  std::shared_ptr<const void>* p_ = nullptr;
+};
+
 template <class Tensor>
 auto own(Tensor&& t) {
   auto owner = std::make_shared<const Tensor>(std::move(t));

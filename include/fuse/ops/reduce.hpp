@@ -247,12 +247,26 @@ FUSE_REDUCTION_BUILDER(max, max_op)
 FUSE_REDUCTION_BUILDER(min, min_op)
 #undef FUSE_REDUCTION_BUILDER
 
+namespace detail {
+// var's outer mean. Only its name differs from mean_op: it marks var(x) as one node for the eager
+// executor and its plan (spec section 5), see eager_unit below.
+struct var_op : mean_op {
+  static constexpr const char* name = "var";
+};
+
+template <class Op, class E, class... Axes>
+auto reduce_by(E&& e, Axes...) {
+  if constexpr (sizeof...(Axes) == 0) return make_reduce_all<Op>(std::forward<E>(e));
+  else return make_reduce<Op, Axes...>(std::forward<E>(e));
+}
+}  // namespace detail
+
 // Population variance, two-pass: mean of squared deviations from the mean (never negative).
 template <expression E, class... Axes>
   requires(sizeof...(Axes) <= 1)
 auto var(E&& e, Axes... ax) {
   return detail::with_operand(std::forward<E>(e), [=](const auto& x) {
-    return mean(square(x - mean(x, ax...)), ax...);
+    return detail::reduce_by<detail::var_op>(square(x - mean(x, ax...)), ax...);
   });
 }
 
@@ -287,11 +301,18 @@ namespace detail {
 // The max used to shift logsumexp: an infinite (or empty) max shifts by 0, so that all -inf gives
 // -inf and a +inf element gives +inf rather than NaN.
 template <class E, class... Axes>
-auto safe_shift(const E& x, Axes...) {
-  if constexpr (sizeof...(Axes) == 0) return make_map(fn::finite_or_zero{}, make_reduce_all<max_or_empty_op>(x));
-  else return make_map(fn::finite_or_zero{}, make_reduce<max_or_empty_op, Axes...>(x));
+auto safe_shift(const E& x, Axes... ax) {
+  return make_map(fn::finite_or_zero{}, reduce_by<max_or_empty_op>(x, ax...));
 }
 }  // namespace detail
+
+namespace fn {
+// logsumexp's final m + log(s). Only its name differs from add: it marks logsumexp(x) as one node
+// for the eager executor and its plan (spec section 5), see eager_unit below.
+struct logsumexp_add : add {
+  static constexpr const char* name = "logsumexp";
+};
+}  // namespace fn
 
 // log(sum(exp(x))) computed as m + log(sum(exp(x - m))) with m the (finite) max.
 template <expression E, class... Axes>
@@ -299,8 +320,41 @@ template <expression E, class... Axes>
 auto logsumexp(E&& e, Axes... ax) {
   return detail::with_operand(detail::as_floating(std::forward<E>(e)), [=](const auto& x) {
     auto m = detail::safe_shift(x, ax...);
-    return m + log(sum(exp(x - m), ax...));
+    return make_map(fn::logsumexp_add{}, m, log(sum(exp(x - m), ax...)));
   });
 }
+
+namespace detail {
+// var(x) and logsumexp(x) are written with the nodes users have, so that they fuse like any
+// expression; but spec section 5 counts each section-3 reduction as one eager node. Their root's
+// functor marks them (an eager unit), and unit_operand finds x in them: the eager executor
+// materialises x alone and runs the rest as one fused kernel (backend/eager.hpp).
+template <class E>
+inline constexpr bool is_eager_unit_v = false;
+template <std::uint32_t M, bool K, class C>
+inline constexpr bool is_eager_unit_v<reduce_expr<var_op, M, K, C>> = true;
+template <class... A>
+inline constexpr bool is_eager_unit_v<map_expr<fn::logsumexp_add, A...>> = true;
+
+// A reduction's operand without make_reduce_all's rank-0 lift (first_of(x, full)).
+template <class E>
+const auto& unlifted(const E& e) {
+  if constexpr (requires { e.f; }) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(e.f)>, fn::first_of>) return get<0>(e.args);
+    else return e;
+  } else {
+    return e;
+  }
+}
+
+template <class E>
+  requires is_eager_unit_v<E>
+const auto& unit_operand(const E& e) {
+  if constexpr (is_reduce_v<E>) return get<0>(get<0>(unlifted(e.child).args).args);  // var: mean(square(x - mean(x)))
+  else return unlifted(get<0>(get<0>(e.args).args).child);                        // logsumexp: m + ..., m = f(max(x))
+}
+template <class E>
+using unit_operand_t = std::remove_cvref_t<decltype(unit_operand(std::declval<const E&>()))>;
+}  // namespace detail
 
 }  // namespace fuse

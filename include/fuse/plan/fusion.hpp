@@ -208,7 +208,9 @@ struct fusion {
 // Interior nodes: those an unfused framework runs as a kernel each.
 template <class E>
 constexpr std::size_t interior_nodes() {
-  if constexpr (is_reduce_v<E>) {
+  if constexpr (is_eager_unit_v<E>) {
+    return 1 + interior_nodes<unit_operand_t<E>>();  // var, logsumexp: one node (spec section 5)
+  } else if constexpr (is_reduce_v<E>) {
     return 1 + interior_nodes<typename E::child_type>();
   } else if constexpr (E::kind == node_kind::elementwise) {
     return []<class... A>(const tuple<A...>*) {

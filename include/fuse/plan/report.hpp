@@ -177,13 +177,16 @@ template <std::size_t R, std::uint32_t M, class E>
 std::string walk_group(const E& e, group_walk& g) {
   if constexpr (is_reduce_v<E>) {
     const std::size_t before = g.phases.size();
+    const index_t flops_before = g.flops;
     std::string self = std::string(E::op::name) + "(" + walk_operand<R, M>(e.child, g) + ")";
-    // A repeated reduction (softmax's max, written twice) is computed once by the kernel.
+    // A repeated reduction (softmax's max, written twice) is computed once by the kernel, with
+    // its operand.
     if (std::find(g.phases.begin(), g.phases.end(), self) == g.phases.end()) {
       g.phases.push_back(self);
       g.flops += index_t(E::op::flops) * shape_size(e.child.shape());
     } else {
       g.phases.resize(before);
+      g.flops = flops_before;
     }
     return self;
   } else if constexpr (requires { e.args; }) {
@@ -244,7 +247,31 @@ std::string emit_group(const E& e, plan_report& p) {
   return emit_kernel(e, g, what, g.split ? " (split at run time: a reduction's extent differs from the group's)" : "");
 }
 
-// Eager: one kernel per interior node, children first; each writes a temporary t<n>.
+template <class E>
+inline constexpr char type_key = 0;  // its address names the type E
+
+// The flops of an eager unit's kernel (var, logsumexp) as the fused walk counts them: each
+// elementwise node, each distinct reduction once with its operand; nothing below its operand x
+// (of type X).
+template <class X, class E>
+index_t unit_flops(const E& e, std::vector<const void*>& reductions) {
+  if constexpr (std::is_same_v<E, X>) {
+    return 0;
+  } else if constexpr (is_reduce_v<E>) {
+    if (std::find(reductions.begin(), reductions.end(), &type_key<E>) != reductions.end()) return 0;
+    reductions.push_back(&type_key<E>);
+    return unit_flops<X>(e.child, reductions) + index_t(E::op::flops) * shape_size(e.child.shape());
+  } else if constexpr (requires { e.args; }) {
+    index_t f = index_t(decltype(e.f)::flops) * shape_size(e.shape());
+    for_each(e.args, [&](const auto& a) { f += unit_flops<X>(a, reductions); });
+    return f;
+  } else {
+    return 0;
+  }
+}
+
+// Eager: one kernel per interior node, children first; each writes a temporary t<n>. var and
+// logsumexp are one node each (spec section 5).
 template <class E>
 std::string eager_kernels(const E& e, plan_report& p, leaf_table& names) {
   constexpr bool interior = E::kind == node_kind::elementwise || E::kind == node_kind::reduction;
@@ -266,7 +293,13 @@ std::string eager_kernels(const E& e, plan_report& p, leaf_table& names) {
     };
     std::string name;
     index_t flops = 0;
-    if constexpr (is_reduce_v<E>) {
+    if constexpr (is_eager_unit_v<E>) {
+      operand(unit_operand(e));
+      if constexpr (is_reduce_v<E>) name = E::op::name;
+      else name = decltype(e.f)::name;
+      std::vector<const void*> reductions;
+      flops = unit_flops<unit_operand_t<E>>(e, reductions);
+    } else if constexpr (is_reduce_v<E>) {
       operand(e.child);
       name = E::op::name;
       flops = index_t(E::op::flops) * shape_size(e.child.shape());
