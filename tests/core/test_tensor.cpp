@@ -115,6 +115,27 @@ TEST_CASE("tensor: copy and move are value semantics", "[core][tensor]") {
   e = std::move(d);
   CHECK(e.data() == p);
   CHECK(e.shape() == shape<2>{7, 9});
+
+  // A moved-from tensor is empty, as a moved-from std::vector: usable, not a dangling shape.
+  CHECK(a.shape() == shape<2>{0, 0});
+  CHECK(d.size() == 0);
+  a = 0.f;  // nothing to write
+  CHECK(fuse::eval(d + 1.f).size() == 0);
+  fuse::tensor<float, 2> f = d;
+  CHECK(f.size() == 0);
+  // The spec's "an rvalue tensor is moved into the expression", with the same tensor the
+  // destination: a shape error, before anything is written (it used to dereference null).
+  CHECK_THROWS_AS(e = std::move(e) * 2.f, fuse::shape_error);
+  // Rank 0 keeps its one element.
+  fuse::tensor<double, 0> s0;
+  s0() = 2.5;
+  fuse::tensor<double, 0> s1 = std::move(s0);
+  CHECK(s1() == 2.5);
+  s0() = 1.0;  // still one element
+  s1 = std::move(s0);
+  CHECK(s1() == 1.0);
+  s0() = 3.0;
+  CHECK(s0() == 3.0);
 }
 
 TEST_CASE("view(ptr, e0, e1, ...): contiguous row-major view of host memory", "[core][view]") {

@@ -399,3 +399,133 @@ TEST_CASE("a reduction stretched into a larger destination fills all of it (NumP
     }
   }
 }
+
+TEST_CASE("squeeze of a reduced axis gives NumPy's keepdims=False result, fused and eager") {
+  const index_t m = 37, n = 70;
+  auto x = random<float, 2>({m, n}, 51);
+  auto b = random<float, 1>({m}, 52);
+  const auto rows = per_row(x.data(), m, n, ref_sum);
+  const auto maxes = per_row(x.data(), m, n, ref_max);
+  std::vector<double> col_mean(n, 0.0);
+  for (index_t i = 0; i < m; ++i)
+    for (index_t j = 0; j < n; ++j) col_mean[std::size_t(j)] += double(x(i, j)) / double(m);
+  const fuse::eager ex(fuse::cpu{});
+
+  // The row maxima as a vector [m]: one kernel (the reduction, written without the axis).
+  auto mx = fuse::squeeze<-1>(fuse::max(x, fuse::axis<-1>));
+  static_assert(decltype(mx)::rank == 1);
+  static_assert(fuse::kernels_v<decltype(mx)> == 1);
+  CHECK(mx.shape() == fuse::shape_t<1>{m});
+  for (auto got : {fuse::eval(mx), fuse::eval(fuse::cpu{.threads = 1}, mx), fuse::eval(ex, mx)})
+    for (index_t i = 0; i < m; ++i) CHECK(got(i) == float(maxes[std::size_t(i)]));
+
+  // Inside an expression of the reduced rank: the reduction first, then the elementwise kernel.
+  auto e = fuse::exp(fuse::squeeze<1>(fuse::sum(x, fuse::axis<1>)) * 0.1f) + b;
+  static_assert(fuse::kernels_v<decltype(e)> == 2);
+  const auto p = fuse::plan(e);
+  INFO(p);
+  REQUIRE(p.kernels == 2);
+  CHECK(p.lines[0].what.starts_with("row kernel, 1 phase [sum]"));
+  CHECK(p.lines[1].bytes_read == 2 * m * 4);  // the sums and b
+  CHECK(fuse::plan(ex, e).kernels == 4);       // sum, *, exp, +
+  CHECK(fuse::eager_kernels_v<decltype(e)> == 4);
+  for (auto got : {fuse::eval(e), fuse::eval(ex, e)})
+    for (index_t i = 0; i < m; ++i) CHECK(close(got(i), std::exp(rows[std::size_t(i)] * 0.1) + b(i), 1e-5));
+
+  // A column mean [n] broadcast back over the rows (NumPy: x - x.mean(axis=0)).
+  auto centred = fuse::eval(x - fuse::squeeze<0>(fuse::mean(x, fuse::axis<0>)));
+  auto centred_eager = fuse::eval(ex, x - fuse::squeeze<0>(fuse::mean(x, fuse::axis<0>)));
+  for (index_t i = 0; i < m; ++i)
+    for (index_t j = 0; j < n; ++j) {
+      CHECK(close(centred(i, j), double(x(i, j)) - col_mean[std::size_t(j)], 1e-5, 1e-6));
+      CHECK(close(centred_eager(i, j), double(x(i, j)) - col_mean[std::size_t(j)], 1e-5, 1e-6));
+    }
+
+  // Putting the axis back gives the reduction again, which joins the row kernel.
+  auto back = x - fuse::unsqueeze<-1>(fuse::squeeze<-1>(fuse::max(x, fuse::axis<-1>)));
+  static_assert(fuse::kernels_v<decltype(back)> == 1);
+  auto shifted = fuse::eval(back);
+  for (index_t i = 0; i < m; ++i) CHECK(shifted(i, 5) == float(double(x(i, 5)) - maxes[std::size_t(i)]));
+
+  // var and logsumexp as vectors: one kernel each (logsumexp's root, over reductions of the axis,
+  // is computed with it), one eager node each.
+  auto lse = fuse::squeeze<1>(fuse::logsumexp(x, fuse::axis<1>));
+  auto var = fuse::squeeze<-1>(fuse::var(x, fuse::axis<-1>));
+  static_assert(fuse::kernels_v<decltype(lse)> == 1 && fuse::kernels_v<decltype(var)> == 1);
+  static_assert(fuse::eager_kernels_v<decltype(lse)> == 1 && fuse::eager_kernels_v<decltype(var)> == 1);
+  CHECK(fuse::plan(lse).kernels == 1);
+  CHECK(fuse::plan(ex, var).kernels == 1);
+  const auto vars = per_row(x.data(), m, n, ref_var);
+  for (auto got : {fuse::eval(lse), fuse::eval(ex, lse)})
+    for (index_t i = 0; i < m; ++i) {
+      const std::vector<double> row(x.data() + i * n, x.data() + (i + 1) * n);
+      double t = 0;
+      for (double w : row) t += std::exp(w - maxes[std::size_t(i)]);
+      CHECK(close(got(i), maxes[std::size_t(i)] + std::log(t), 1e-6, 1e-6));
+    }
+  for (auto got : {fuse::eval(var), fuse::eval(ex, var)})
+    for (index_t i = 0; i < m; ++i) CHECK(close(got(i), vars[std::size_t(i)], 1e-5));
+
+  // Rank 0, and a value.
+  auto v = random<double, 1>({n}, 53);
+  double vs = 0;
+  for (index_t j = 0; j < n; ++j) vs += v(j);
+  auto s0 = fuse::squeeze<0>(fuse::sum(v, fuse::axis<0>));
+  static_assert(decltype(s0)::rank == 0);
+  CHECK(close(double(fuse::eval(s0)), vs, 1e-12));
+  CHECK(close(double(fuse::eval(ex, s0)), vs, 1e-12));
+}
+
+TEST_CASE("squeeze of reduced axes: several axes, nested squeezes, destinations, aliasing, errors") {
+  const index_t a = 3, m = 5, n = 9;
+  auto x = random<float, 3>({a, m, n}, 54);
+  auto at3 = [&](index_t i, index_t j, index_t k) { return double(x(i, j, k)); };
+  std::vector<double> s02(std::size_t(m), 0.0);  // sum over axes 0 and 2
+  for (index_t i = 0; i < a; ++i)
+    for (index_t j = 0; j < m; ++j)
+      for (index_t k = 0; k < n; ++k) s02[std::size_t(j)] += at3(i, j, k);
+  // Both reduced axes dropped, in either order: [m].
+  auto r = fuse::sum(x, fuse::axes<0, 2>);
+  auto one = fuse::eval(fuse::squeeze<1>(fuse::squeeze<0>(r)));  // [1, m, 1] -> [m, 1] -> [m]
+  auto two = fuse::eval(fuse::squeeze<0>(fuse::squeeze<2>(r)));  // [1, m, 1] -> [1, m] -> [m]
+  auto half = fuse::eval(fuse::squeeze<0>(r));                   // [m, 1]
+  REQUIRE(one.shape() == fuse::shape_t<1>{m});
+  REQUIRE(two.shape() == fuse::shape_t<1>{m});
+  REQUIRE(half.shape() == fuse::shape_t<2>{m, 1});
+  for (index_t j = 0; j < m; ++j) {
+    CHECK(close(one(j), s02[std::size_t(j)], 1e-5, 1e-5));
+    CHECK(close(two(j), s02[std::size_t(j)], 1e-5, 1e-5));
+    CHECK(close(half(j, 0), s02[std::size_t(j)], 1e-5, 1e-5));
+  }
+  // An axis inserted before the dropped one, then dropped again.
+  auto moved = fuse::eval(fuse::squeeze<0>(fuse::unsqueeze<0>(fuse::squeeze<2>(fuse::max(x, fuse::axis<2>)))));
+  REQUIRE(moved.shape() == (fuse::shape_t<2>{a, m}));
+  for (index_t i = 0; i < a; ++i)
+    for (index_t j = 0; j < m; ++j) {
+      double mx = -1e300;
+      for (index_t k = 0; k < n; ++k) mx = std::max(mx, at3(i, j, k));
+      CHECK(moved(i, j) == float(mx));
+    }
+
+  // A destination of higher rank takes the vector in every row (NumPy assignment).
+  auto y = random<float, 2>({4, m}, 55);
+  y = fuse::squeeze<1>(fuse::squeeze<0>(r));
+  for (index_t i = 0; i < 4; ++i)
+    for (index_t j = 0; j < m; ++j) CHECK(close(y(i, j), s02[std::size_t(j)], 1e-5, 1e-5));
+
+  // In place: column 0 of a square matrix takes its row sums (read before written).
+  auto sq = random<float, 2>({n, n}, 56);
+  const auto sums = per_row(sq.data(), n, n, ref_sum);
+  auto col0 = fuse::squeeze<1>(fuse::slice<1>(sq, 0, 1));
+  col0 = fuse::squeeze<1>(fuse::sum(sq, fuse::axis<1>));
+  for (index_t i = 0; i < n; ++i) CHECK(close(sq(i, 0), sums[std::size_t(i)], 1e-5, 1e-5));
+
+  // Empty rows: an empty vector; mismatched shapes: shape_error before anything is written.
+  fuse::tensor<float, 2> none(0, 4);
+  CHECK(fuse::eval(fuse::squeeze<1>(fuse::sum(none, fuse::axis<1>))).shape() == fuse::shape_t<1>{0});
+  auto c = random<float, 1>({m + 1}, 57);
+  fuse::tensor<float, 1> out(m);
+  fuse::assign(out, 7.f);
+  CHECK_THROWS_AS(out = fuse::squeeze<1>(fuse::squeeze<0>(r)) + c, fuse::shape_error);
+  for (index_t j = 0; j < m; ++j) CHECK(out(j) == 7.f);
+}

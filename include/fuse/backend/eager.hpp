@@ -79,6 +79,9 @@ auto with_materialised_children(const Exec& exec, Arena& arena, const E& e) {
   if constexpr (is_eager_unit_v<E>) {
     // var(x), logsumexp(x): one node (spec section 5). x is materialised, the rest is one kernel.
     return replace_operand<unit_operand_t<E>>(e, materialise(exec, arena, unit_operand(e)));
+  } else if constexpr (is_squeezed_v<E>) {
+    auto inner = with_materialised_children(exec, arena, e.inner);
+    return squeezed_reduce<E::axis, decltype(inner)>{{}, inner};
   } else if constexpr (requires { e.args; }) {
     return apply(
         [&](const auto&... a) {

@@ -12,6 +12,7 @@
 #include "fuse/core/iteration.hpp"
 #include "fuse/core/map_expr.hpp"
 #include "fuse/core/row_iteration.hpp"
+#include "fuse/core/squeeze.hpp"
 #include "fuse/plan/fusion.hpp"
 
 namespace fuse {
@@ -23,6 +24,7 @@ void validate(const E& e) {
   if constexpr (requires { e.validate(); }) e.validate();
   if constexpr (requires { e.args; }) for_each(e.args, [](const auto& a) { validate(a); });
   if constexpr (is_reduce_v<E>) validate(e.child);
+  if constexpr (is_squeezed_v<E>) validate(e.inner);
 }
 
 template <class X>
@@ -128,10 +130,20 @@ void assign_fused(const Exec& exec, D&& d, const E& e) {
     assign_fused(exec, tmp, e);
     assign_fused(exec, d, tmp.view());
   };
-  if constexpr (reduction_count_v<E> == 0) {
+  constexpr std::size_t dst_rank = std::tuple_size_v<decltype(dst.shape)>;
+  if constexpr (is_squeezed_v<E>) {
+    // A reduction without one of its axes: the reduction, into the destination with that axis
+    // (of extent 1) put back. A destination of lower rank (leading 1s dropped) takes a copy.
+    if constexpr (dst_rank >= E::rank) {
+      auto with_axis = reshape_axis<true, E::axis + (dst_rank - E::rank)>(hold_operand(std::forward<D>(d)));
+      assign_fused(exec, with_axis, e.inner);
+    } else {
+      via_temporary();
+    }
+  } else if constexpr (reduction_count_v<E> == 0) {
     auto it = make_iteration(dst, e);
     run_checked(exec, it, via_temporary);
-  } else if constexpr (std::tuple_size_v<decltype(dst.shape)> > group_of<E>::rank) {
+  } else if constexpr (dst_rank > group_of<E>::rank) {
     // A destination of higher rank than the group (e broadcast into it, as NumPy): the row kernel
     // runs over the group's axes, so e is evaluated at its own shape first, then copied.
     via_temporary();

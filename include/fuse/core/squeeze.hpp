@@ -56,6 +56,8 @@ template <bool Insert, std::size_t K, class F, class... A>
 auto reshape_axis_impl(const map_expr<F, A...>& m);
 template <bool Insert, std::size_t K, class Op, std::uint32_t M, class C>
 auto reshape_axis_impl(const reduce_expr<Op, M, true, C>& r);
+template <bool Insert, std::size_t K, std::size_t A, class I>
+auto reshape_axis_impl(const squeezed_reduce<A, I>& s);
 
 // A shared temporary tensor: its view changes, the ownership stays.
 template <bool Insert, std::size_t K, class V>
@@ -90,11 +92,31 @@ auto reshape_axis_impl(const take_expr<Table, Indices>& t) {
     return take_expr<decltype(tab), Indices>{{}, tab, t.indices, t.table_owner, t.indices_owner};
   }
 }
+// Is axis K of e (extent 1) one that a reduction reduces, reached through elementwise nodes?
+template <std::size_t K, class E>
+constexpr bool drops_reduced_axis() {
+  if constexpr (is_reduce_v<E>) {
+    return E::keepdims && ((E::mask >> K) & 1u);
+  } else if constexpr (E::kind == node_kind::elementwise) {
+    return []<class... A>(const tuple<A...>*) {
+      return (... || [] {
+        if constexpr (K + A::rank >= E::rank) return drops_reduced_axis<K + A::rank - E::rank, A>();
+        else return false;
+      }());
+    }(static_cast<const decltype(E::args)*>(nullptr));
+  } else {
+    return false;
+  }
+}
+
 template <bool Insert, std::size_t K, class F, class... A>
 auto reshape_axis_impl(const map_expr<F, A...>& m) {
   constexpr std::size_t R = map_expr<F, A...>::rank;
   check_squeezable<Insert, K>(m.shape());
-  return apply(
+  // Over reductions of that axis (squeeze<1>(logsumexp(x, axis<1>))): the node is computed with
+  // the axis, as one kernel, and read without it.
+  if constexpr (!Insert && drops_reduced_axis<K, map_expr<F, A...>>()) return squeezed_reduce<K, map_expr<F, A...>>{{}, m};
+  else return apply(
       [&](const auto&... a) {
         auto child = [&]<class C>(const C& c) {
           if constexpr (K + C::rank < R) return c;  // the operand does not have this axis
@@ -106,18 +128,32 @@ auto reshape_axis_impl(const map_expr<F, A...>& m) {
 }
 
 // A reduction that keeps its axes: the change goes to its operand, the reduced axes renumbered.
-// Dropping an axis the reduction reduces would change the rank of the result alone, which no node
-// expresses: a compile error (the axis keeps extent 1 and broadcasts).
+// Dropping an axis that the reduction reduces changes the rank of the result alone: a
+// squeezed_reduce (ops/reduce.hpp), computed as a kernel of its own.
 template <bool Insert, std::size_t K, class Op, std::uint32_t M, class C>
 auto reshape_axis_impl(const reduce_expr<Op, M, true, C>& r) {
-  static_assert(Insert || !((M >> K) & 1u),
-                "fuse::squeeze: cannot drop an axis that a reduction reduces (it keeps extent 1, which broadcasts; "
-                "or squeeze the result of fuse::eval)");
-  check_squeezable<Insert, K>(r.shape());
-  constexpr std::uint32_t low = M & ((1u << K) - 1u);
-  constexpr std::uint32_t mask = Insert ? (low | ((M >> K) << (K + 1))) : (low | ((M >> (K + 1)) << K));
-  auto child = reshape_axis_impl<Insert, K>(r.child);
-  return reduce_expr<Op, mask, true, decltype(child)>(child);
+  if constexpr (!Insert && ((M >> K) & 1u)) {
+    return squeezed_reduce<K, reduce_expr<Op, M, true, C>>{{}, r};
+  } else {
+    check_squeezable<Insert, K>(r.shape());
+    constexpr std::uint32_t low = M & ((1u << K) - 1u);
+    constexpr std::uint32_t mask = Insert ? (low | ((M >> K) << (K + 1))) : (low | ((M >> (K + 1)) << K));
+    auto child = reshape_axis_impl<Insert, K>(r.child);
+    return reduce_expr<Op, mask, true, decltype(child)>(child);
+  }
+}
+// Of a squeezed reduction: putting its axis back gives the reduction again (which may then join a
+// row kernel); any other axis K goes to the reduction, at its position there.
+template <bool Insert, std::size_t K, std::size_t A, class I>
+auto reshape_axis_impl(const squeezed_reduce<A, I>& s) {
+  if constexpr (Insert && K == A) {
+    return s.inner;
+  } else {
+    constexpr std::size_t at = Insert ? (K <= A ? K : K + 1) : (K < A ? K : K + 1);  // K in the reduction's axes
+    constexpr std::size_t axis = Insert ? (K <= A ? A + 1 : A) : (K < A ? A - 1 : A);
+    auto inner = reshape_axis_impl<Insert, at>(s.inner);
+    return squeezed_reduce<axis, decltype(inner)>{{}, inner};
+  }
 }
 // A reduction over every axis (rank 0) gains its axis by broadcasting against a one-element full.
 template <bool Insert, std::size_t K, class Op, std::uint32_t M, class C>

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <memory>
 #include <new>
+#include <utility>
 
 #include "fuse/core/view.hpp"
 
@@ -57,12 +58,26 @@ class basic_tensor : public detail::expr_tag {
   }
 
   basic_tensor(const basic_tensor& o) : basic_tensor(o.shape_) { Alloc::copy(data(), o.data(), bytes()); }
-  basic_tensor(basic_tensor&&) noexcept = default;
+  // A moved-from tensor is empty (every extent 0), as a moved-from std::vector, so that using it
+  // again (x = std::move(x) * 2: x is moved into the expression) is a shape_error, not a null
+  // dereference. Rank 0 always has its one element: the source gets a fresh (or the old) one.
+  basic_tensor(basic_tensor&& o) noexcept(Rank > 0) : data_(std::move(o.data_)), shape_(std::exchange(o.shape_, shape_t<Rank>{})) {
+    if constexpr (Rank == 0) o.data_.reset(static_cast<T*>(Alloc::allocate(sizeof(T))));
+  }
   basic_tensor& operator=(const basic_tensor& o) {
     if (this != &o) *this = basic_tensor(o);
     return *this;
   }
-  basic_tensor& operator=(basic_tensor&&) noexcept = default;
+  basic_tensor& operator=(basic_tensor&& o) noexcept {
+    if (this == &o) return *this;
+    if constexpr (Rank == 0) {
+      data_.swap(o.data_);
+    } else {
+      data_ = std::move(o.data_);
+      shape_ = std::exchange(o.shape_, shape_t<Rank>{});
+    }
+    return *this;
+  }
 
   // Any other expression (or a scalar) is written into the existing storage: fuse::assign.
   template <class E>

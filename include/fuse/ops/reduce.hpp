@@ -203,8 +203,47 @@ struct reduce_expr : detail::expr_tag {
 };
 
 namespace detail {
+template <std::size_t K, std::size_t R>
+constexpr shape_t<R - 1> without_axis(const shape_t<R>& s) {
+  shape_t<R - 1> o{};
+  for (std::size_t i = 0, j = 0; i < R; ++i)
+    if (i != K) o[j++] = s[i];
+  return o;
+}
+}  // namespace detail
+
+// A reduction without one of the axes it reduces, K: squeeze<K>(sum(x, axis<K>)), NumPy's
+// keepdims=False. Inner is the reduction, an elementwise node over reductions of that axis
+// (logsumexp), or another squeezed_reduce. No kernel reads it in place, since its rank differs
+// from its operands': the planner computes Inner first, as a group of its own, into a temporary
+// with the axis (plan/fusion.hpp, core/assign.hpp), and the consumer reads that.
+template <std::size_t K, class Inner>
+struct squeezed_reduce : detail::expr_tag {
+  using inner_type = Inner;
+  using value_type = typename Inner::value_type;
+  static constexpr std::size_t axis = K;
+  static constexpr std::size_t rank = Inner::rank - 1;
+  static constexpr node_kind kind = node_kind::reduction;
+  static constexpr memory_space space = Inner::space;
+  static constexpr shape_t<rank> static_shape = detail::without_axis<K>(Inner::static_shape);
+
+  Inner inner;
+
+  shape_t<rank> shape() const { return detail::without_axis<K>(inner.shape()); }
+  template <class F>
+  void visit_leaves(F&& f) const { inner.visit_leaves(f); }
+};
+
+namespace detail {
 template <class Op, std::uint32_t M, bool K, class C>
 inline constexpr std::size_t reduction_count_v<reduce_expr<Op, M, K, C>> = 1 + reduction_count_v<C>;
+template <std::size_t K, class I>
+inline constexpr std::size_t reduction_count_v<squeezed_reduce<K, I>> = reduction_count_v<I>;
+
+template <class E>
+inline constexpr bool is_squeezed_v = false;
+template <std::size_t K, class I>
+inline constexpr bool is_squeezed_v<squeezed_reduce<K, I>> = true;
 
 template <class Op, std::uint32_t M, bool K, class C>
 inline constexpr bool row_invariant_v<reduce_expr<Op, M, K, C>> = true;  // a slot of the row kernel

@@ -120,9 +120,10 @@ template <class C, std::size_t R, std::uint32_t M>
 inline constexpr bool joins_group = joins_group_f<C, R, M>();
 
 // Does operand A of a node in the group (R, M) stay in the group? Everything but a reduction that
-// does not join it (which becomes a group of its own, read back as a small leaf).
+// does not join it (which becomes a group of its own, read back as a small leaf); a reduction
+// without a reduced axis (squeezed_reduce: another rank than its operand's) never joins.
 template <class A, std::size_t R, std::uint32_t M>
-inline constexpr bool stays_in_group = !is_reduce_v<A> || joins_group<A, R, M>;
+inline constexpr bool stays_in_group = !(is_reduce_v<A> || is_squeezed_v<A>) || joins_group<A, R, M>;
 
 // f(axis, extent) for each row axis of the group (rank R, row axes M) and the extent that a
 // reduction joining the group reduces along it, every joining reduction in pre-order. (A reduction
@@ -204,12 +205,17 @@ struct fusion {
   using group = group_of<E>;
   static constexpr std::size_t kernels = 1 + kernels_below<group::rank, group::mask, E>();
 };
+// A squeezed reduction is its reduction's group, written through a view without the axis.
+template <std::size_t K, class I>
+struct fusion<squeezed_reduce<K, I>> : fusion<I> {};
 
 // Interior nodes: those an unfused framework runs as a kernel each.
 template <class E>
 constexpr std::size_t interior_nodes() {
   if constexpr (is_eager_unit_v<E>) {
     return 1 + interior_nodes<unit_operand_t<E>>();  // var, logsumexp: one node (spec section 5)
+  } else if constexpr (is_squeezed_v<E>) {
+    return interior_nodes<typename E::inner_type>();
   } else if constexpr (is_reduce_v<E>) {
     return 1 + interior_nodes<typename E::child_type>();
   } else if constexpr (E::kind == node_kind::elementwise) {

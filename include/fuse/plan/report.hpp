@@ -151,7 +151,7 @@ std::string emit_split_reduction(const E& e, plan_report& p, const computed_map&
 template <std::size_t R, std::uint32_t M, class E>
 void emit_leaving(const E& e, plan_report& p, computed_map& out) {
   auto operand = [&]<class A>(const A& a) {
-    if constexpr (is_reduce_v<A> && !joins_group<A, R, M>) out.emplace(&a, emit_group(a, p));
+    if constexpr (!stays_in_group<A, R, M>) out.emplace(&a, emit_group(a, p));
     else emit_leaving<R, M>(a, p, out);
   };
   if constexpr (is_reduce_v<E>) operand(e.child);
@@ -163,7 +163,10 @@ void emit_leaving(const E& e, plan_report& p, computed_map& out) {
 // one is its own kernel too.
 template <std::size_t R, std::uint32_t M, class A>
 std::string walk_operand(const A& a, group_walk& g) {
-  if constexpr (!is_reduce_v<A>) {
+  if constexpr (is_squeezed_v<A>) {
+    g.temp_bytes += shape_size(a.shape()) * index_t(sizeof(typename A::value_type));
+    return g.before.at(&a);
+  } else if constexpr (!is_reduce_v<A>) {
     return walk_group<R, M>(a, g);
   } else {
     if (joins_group<A, R, M> && !g.split) return walk_group<R, M>(a, g);
@@ -231,10 +234,19 @@ std::string emit_split_reduction(const E& e, plan_report& p, const computed_map&
   return emit_kernel(e, g, what, "");
 }
 
+template <class E>
+std::string emit_plain_group(const E& e, plan_report& p);
+
 // Adds the kernels of the group rooted at e (split-off reductions first, in the executor's order);
 // returns its result's name.
 template <class E>
 std::string emit_group(const E& e, plan_report& p) {
+  if constexpr (is_squeezed_v<E>) return emit_group(e.inner, p);  // written without the axis
+  else return emit_plain_group(e, p);
+}
+
+template <class E>
+std::string emit_plain_group(const E& e, plan_report& p) {
   using G = group_of<E>;
   constexpr std::size_t R = G::rank;
   const shape_t<R> shape = group_shape(e, e.shape());
@@ -275,7 +287,9 @@ index_t unit_flops(const E& e, std::vector<const void*>& reductions) {
 template <class E>
 std::string eager_kernels(const E& e, plan_report& p, leaf_table& names) {
   constexpr bool interior = E::kind == node_kind::elementwise || E::kind == node_kind::reduction;
-  if constexpr (interior) {
+  if constexpr (is_squeezed_v<E>) {
+    return eager_kernels(e.inner, p, names);  // written without the axis
+  } else if constexpr (interior) {
     leaf_table reads;  // this kernel's own distinct inputs
     index_t temp_bytes = 0;
     std::string args;
