@@ -90,6 +90,24 @@ TEST_CASE("cuda: a root of one value per row over longer rows (logsumexp) is one
   }
 }
 
+TEST_CASE("cuda: squeeze of a reduced axis (keepdims=False), alone and inside an expression; eager var") {
+  for (auto [m, n] : {std::pair<long, long>{37, 33}, {300, 1024}, {3, 70001}}) {
+    auto hx = random_host<2>({m, n}, unsigned(3 * m + n));
+    auto hb = random_host<1>({m}, 10);
+    fuse::device_tensor<float, 2> x(m, n);
+    fuse::device_tensor<float, 1> b(m);
+    fuse::copy(x, hx), fuse::copy(b, hb);
+    require_close(host_of(fuse::eval(fuse::cuda{}, fuse::squeeze<-1>(fuse::max(x, fuse::axis<-1>)))),
+                  fuse::eval(fuse::squeeze<-1>(fuse::max(hx, fuse::axis<-1>))), 0, 0);
+    require_close(host_of(fuse::eval(fuse::cuda{}, fuse::exp(fuse::squeeze<1>(fuse::mean(x, fuse::axis<1>))) + b)),
+                  fuse::eval(fuse::exp(fuse::squeeze<1>(fuse::mean(hx, fuse::axis<1>))) + hb), 1e-5, 1e-6);
+    require_close(host_of(fuse::eval(fuse::cuda{}, fuse::squeeze<1>(fuse::logsumexp(x, fuse::axis<1>)))),
+                  fuse::eval(fuse::squeeze<1>(fuse::logsumexp(hx, fuse::axis<1>))), 1e-5, 1e-5);
+    require_close(host_of(fuse::eval(fuse::eager(fuse::cuda{}), fuse::var(x * 2.f, fuse::axis<-1>))),
+                  fuse::eval(fuse::var(hx * 2.f, fuse::axis<-1>)), 1e-4, 1e-5);
+  }
+}
+
 TEST_CASE("cuda: full reductions (two-stage) are accurate; empty extents give identities") {
   const long n = (1 << 22) + 3;
   auto hx = random_host<1>({n}, 4, 0.f, 1.f);
