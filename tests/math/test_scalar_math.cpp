@@ -173,6 +173,20 @@ TEST_CASE("float accuracy against long double", "[math][float]") {
                         [](LD x) { return std::cos(x); });
   check_accuracy<float>("cos (|x|<=1e6)", -1e6f, 1e6f, tiny, [](float x) { return fm::cos(x); },
                         [](LD x) { return std::cos(x); });
+  // Every build (with or without FMA) reduces exactly to |x| < 8.4e8: the quadrant used to wrap
+  // as an int32 past ~3e9, and without FMA j*pi/2 lost bits past ~1.3e7 (sin(1.24e9) had the
+  // wrong sign). [1e8, 8e8] samples only that range's top decade.
+  check_accuracy<float>("sin (|x|<=8e8)", -8e8f, 8e8f, tiny, [](float x) { return fm::sin(x); },
+                        [](LD x) { return std::sin(x); });
+  check_accuracy<float>("cos (1e8<=x<=8e8)", 1e8f, 8e8f, tiny, [](float x) { return fm::cos(x); },
+                        [](LD x) { return std::cos(x); });
+#if defined(__FMA__)
+  // With FMA the reduction's subtractions stay exact further out (sin(1e10) was 0.707 for -0.4875).
+  check_accuracy<float>("sin (|x|<=1e12, FMA)", -1e12f, 1e12f, tiny, [](float x) { return fm::sin(x); },
+                        [](LD x) { return std::sin(x); });
+  check_accuracy<float>("cos (3e9<=x<=1e11, FMA)", 3e9f, 1e11f, tiny, [](float x) { return fm::cos(x); },
+                        [](LD x) { return std::cos(x); });
+#endif
 }
 
 TEST_CASE("float sin/cos arguments near multiples of pi/2", "[math][float]") {

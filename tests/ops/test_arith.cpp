@@ -3,6 +3,8 @@
 // odd sizes and on every host executor; broadcasting; NaN semantics; type promotion.
 #include "ops/ops_support.hpp"
 
+#include <algorithm>
+
 namespace {
 
 using namespace ops_test;
@@ -382,6 +384,45 @@ TEST_CASE("integer tensors keep their type; weak scalars adopt the tensor's type
       CHECK(gt(k) == (small(k) > 2.5));
       CHECK(eq(k) == false);
     }
+  }
+}
+
+TEST_CASE("min, max and clamp of integers with scalars outside their type order by value", "[ops][select][types]") {
+  // The scalar adopts the tensor's type (spec section 2), but converted by static_cast -1 would be
+  // 255 in uint8 and 300 would be 44 in int8: clamp(u8, -1, 10) gave 10 everywhere. It saturates,
+  // so that the result is NumPy 2's np.clip; min and max order by value likewise.
+  fuse::tensor<std::uint8_t, 1> u(6);
+  const int uv[] = {255, 255, 0, 1, 200, 7};
+  for (index_t k = 0; k < 6; ++k) u(k) = std::uint8_t(uv[k]);
+  fuse::tensor<std::int8_t, 1> s(6);
+  const int sv[] = {100, 100, -128, 127, 5, -7};
+  for (index_t k = 0; k < 6; ++k) s(k) = std::int8_t(sv[k]);
+  for (int threads : {1, 2}) {
+    const fuse::cpu exec{.threads = threads};
+    const auto cu = fuse::eval(exec, fuse::clamp(u, -1, 10));
+    const auto cs = fuse::eval(exec, fuse::clamp(s, -5, 300));
+    const auto mx = fuse::eval(exec, fuse::max(u, -1));
+    const auto mn = fuse::eval(exec, fuse::min(s, 300));
+    const auto top = fuse::eval(exec, fuse::max(s, 1000));      // saturates: the type's largest
+    const auto bottom = fuse::eval(exec, fuse::min(u, -1000));  // and its smallest
+    static_assert(std::is_same_v<decltype(cu)::value_type, std::uint8_t>);
+    static_assert(std::is_same_v<decltype(mn)::value_type, std::int8_t>);
+    for (index_t k = 0; k < 6; ++k) {
+      CHECK(int(cu(k)) == std::clamp(uv[k], 0, 10));
+      CHECK(int(cs(k)) == std::clamp(sv[k], -5, 127));
+      CHECK(int(mx(k)) == uv[k]);
+      CHECK(int(mn(k)) == sv[k]);
+      CHECK(int(top(k)) == 127);
+      CHECK(int(bottom(k)) == 0);
+    }
+  }
+  // Within the type, and with floating scalars, nothing changes.
+  const auto in_range = fuse::eval(fuse::clamp(s, -6, 6));
+  const auto floating = fuse::eval(fuse::max(u, 2.5));
+  static_assert(std::is_same_v<decltype(floating)::value_type, double>);
+  for (index_t k = 0; k < 6; ++k) {
+    CHECK(int(in_range(k)) == std::clamp(sv[k], -6, 6));
+    CHECK(floating(k) == std::max(double(uv[k]), 2.5));
   }
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -24,6 +25,7 @@ struct arith {};      // NumPy 2 promotion; result in that type
 struct floating {};   // as arith, but an integer result becomes double (exp of an int tensor)
 struct predicate {};  // compare in the promoted type, give bool
 struct logical {};    // operands as bool, give bool
+struct ordered {};    // min, max, clamp: as arith, but an integer outside the type saturates
 struct select {};     // where(cond, a, b): cond as bool, a and b promoted
 struct none {};       // user callables and casts: operands as they are, result as the callable gives
 }  // namespace promotion
@@ -47,6 +49,31 @@ struct convert_none {
   FUSE_HOST_DEVICE FUSE_INLINE static constexpr V apply(V v) { return v; }
 };
 
+// Integers whose comparison by value std::cmp_less and its kin take (not bool, not characters).
+template <class T>
+inline constexpr bool is_plain_integer_v = std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, char> &&
+                                           !std::is_same_v<T, wchar_t> && !std::is_same_v<T, char8_t> &&
+                                           !std::is_same_v<T, char16_t> && !std::is_same_v<T, char32_t>;
+
+// As convert_to, but an integer outside the compute type's range saturates to its nearest end
+// instead of wrapping, so that min, max and clamp order values as NumPy 2 does:
+// clamp(uint8, -1, 10) is clamp(x, 0, 10) (np.clip), min(int8, 300) is x; a weak scalar adopts the
+// tensor's type, and converted by static_cast -1 would be 255.
+template <class Compute>
+struct convert_saturating {
+  template <std::size_t I, class V>
+  FUSE_HOST_DEVICE FUSE_INLINE static constexpr Compute apply(V v) {
+    if constexpr (is_plain_integer_v<V> && is_plain_integer_v<Compute>) {
+      using limits = std::numeric_limits<Compute>;
+      if constexpr (!std::in_range<Compute>(std::numeric_limits<V>::lowest()))
+        if (std::cmp_less(v, limits::lowest())) return limits::lowest();
+      if constexpr (!std::in_range<Compute>(std::numeric_limits<V>::max()))
+        if (std::cmp_greater(v, limits::max())) return limits::max();
+    }
+    return static_cast<Compute>(v);
+  }
+};
+
 // signature<Policy, F, Args...>: result type and operand conversion of a node.
 template <class Policy, class F, class... A>
 struct signature;
@@ -60,11 +87,11 @@ struct signature<promotion::floating, F, A...> {
   using result = float_result_t<promote_t<typed_of<A>...>>;
   using convert = convert_to<compute_t<result>>;
 };
-// Integers whose comparison by value std::cmp_less and its kin take (not bool, not characters).
-template <class T>
-inline constexpr bool is_plain_integer_v = std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, char> &&
-                                           !std::is_same_v<T, wchar_t> && !std::is_same_v<T, char8_t> &&
-                                           !std::is_same_v<T, char16_t> && !std::is_same_v<T, char32_t>;
+template <class F, class... A>
+struct signature<promotion::ordered, F, A...> {
+  using result = promote_t<typed_of<A>...>;
+  using convert = convert_saturating<compute_t<result>>;
+};
 // Integers are compared by value, each in its own type (NumPy 2: uint8 > -1 is true, where the
 // scalar converted to uint8 would be 255); everything else in the promoted type.
 template <class F, class... A>

@@ -24,9 +24,8 @@
 // (FMA build; every 11th without FMA, which gives the second figure when it differs):
 //   exp 1.06 / 1.36 ulp, log 0.82, log1p 1.44, expm1 1.43 / 1.56, tanh 2.40,
 //   sigmoid 2.40, erf 1.19 / 1.40, sin 1.55 / 1.56, cos 1.57 (|x| <= 1.3e7).
-// sin/cos: the range reduction is exact enough for |x| < ~1.3e7; from there
-// to ~3e9 the sampled errors stay ~1.5 ulp, but nothing is guaranteed; past ~3e9
-// the result is meaningless but stays within [-1, 1].
+// sin/cos: the range reduction is exact enough for |x| < ~8.4e8 in every build, and further
+// with FMA (measured below); past that nothing is guaranteed, but results stay within [-1, 1].
 //
 // Requirements: round-to-nearest; no -ffast-math (-ffinite-math-only removes
 // the NaN/inf handling, and reassociation would break the Cody-Waite steps).
@@ -292,30 +291,31 @@ FUSE_INLINE float erf_f(float x) {
   return copysign_f(sel(a != a, x, r), x);  // NaN would otherwise select 1
 }
 
-// Sin/cos: reduce in double, x = j*pi/2 + r.  pi/2 = kPio2Hi + kPio2Lo with
-// kPio2Hi having 30 significant bits, so j*kPio2Hi and x - j*kPio2Hi are exact
-// for |j| < 2^23 (|x| < ~1.3e7) and r is then accurate to ~2^-59 absolute,
-// far below float precision even when x is close to a multiple of pi/2.
+// Sin/cos: reduce in double, x = j*pi/2 + r, pi/2 = kP1 + kP2 + kP3. kP1 and kP2 have 24
+// significant bits, so j*kP1 and j*kP2 are exact for |j| < 2^29 (|x| < ~8.4e8) and r is then
+// accurate to ~2^-80 absolute, far below float precision even when x is close to a multiple of
+// pi/2. With FMA the subtractions are exact further out; j is exact (t - kMagic) for |x| < 2^51.
 // Returns r as float and the quadrant j mod 4.
 FUSE_INLINE float reduce_pio2(float x, std::uint32_t& q) {
   constexpr double kTwoOverPi = 0.63661977236758134;
-  constexpr double kPio2Hi = 1.5707963276654482;    // 0x1.921fb548p+0
-  constexpr double kPio2Lo = -8.705515695504166e-10;
-  constexpr double kMagic = 6755399441055744.0;      // 1.5 * 2^52
+  constexpr double kP1 = 0x1.921fb4p+0;
+  constexpr double kP2 = 0x1.4442dp-24;
+  constexpr double kP3 = 0x1.8469898cc517p-48;
+  constexpr double kMagic = 6755399441055744.0;  // 1.5 * 2^52
   const double xd = x;
   const double t = xd * kTwoOverPi + kMagic;
-  // j sits in the low mantissa bits of t (as in round_to_int).  Reading it as
-  // int32 (cheap to convert back) wraps only for |x| > ~3e9.
-  const std::uint32_t jbits = static_cast<std::uint32_t>(as_u64(t));
-  q = jbits & 3u;
-  const double j = static_cast<double>(static_cast<std::int32_t>(jbits));
-  const double r = (xd - j * kPio2Hi) - j * kPio2Lo;
+  // j sits in the low mantissa bits of t (as in round_to_int): its low bits are the quadrant, and
+  // t - kMagic is j exactly (no integer conversion, which wrapped past ~3e9 as int32).
+  q = static_cast<std::uint32_t>(as_u64(t)) & 3u;
+  const double j = t - kMagic;
+  const double r = ((xd - j * kP1) - j * kP2) - j * kP3;
   // x - x is 0, or NaN for x = +-inf / NaN, which must give NaN.
   float rf = static_cast<float>(r) + (x - x);
-  // Once j is wrong (huge |x|) r can be anything; clamping keeps the
-  // polynomials, and so the result, within [-1, 1].  NaN passes through.
-  rf = sel(rf > 0.7854f, 0.7854f, rf);
-  return sel(rf < -0.7854f, -0.7854f, rf);
+  // j is the nearest integer to x*2/pi up to t's rounding, so r may pass pi/4 by ~|x|*2^-53.
+  // Clamping keeps the polynomials, and so the result, within [-1, 1] where that grows (huge
+  // |x|, where nothing is guaranteed). NaN passes through.
+  rf = sel(rf > 0.786f, 0.786f, rf);
+  return sel(rf < -0.786f, -0.786f, rf);
 }
 
 // sin(r) and cos(r) for |r| <= pi/4 (Cephes sinf/cosf polynomials).

@@ -12,21 +12,21 @@ namespace fn {
 struct maximum {
   static constexpr const char* name = "max";
   static constexpr int flops = 1;
-  using promotion = fuse::promotion::arith;
+  using promotion = fuse::promotion::ordered;
   template <class T>
   FUSE_HOST_DEVICE FUSE_INLINE T operator()(T a, T b) const { return (a > b || a != a) ? a : b; }
 };
 struct minimum {
   static constexpr const char* name = "min";
   static constexpr int flops = 1;
-  using promotion = fuse::promotion::arith;
+  using promotion = fuse::promotion::ordered;
   template <class T>
   FUSE_HOST_DEVICE FUSE_INLINE T operator()(T a, T b) const { return (a < b || a != a) ? a : b; }
 };
 struct clamp {
   static constexpr const char* name = "clamp";
   static constexpr int flops = 2;
-  using promotion = fuse::promotion::arith;
+  using promotion = fuse::promotion::ordered;
   template <class T>
   FUSE_HOST_DEVICE FUSE_INLINE T operator()(T x, T lo, T hi) const { return minimum{}(maximum{}(x, lo), hi); }
 };
