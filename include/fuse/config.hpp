@@ -4,6 +4,13 @@
 #include <cstddef>
 #include <cstdint>
 
+// Device code uses std::array shapes and <limits>, whose constexpr functions nvcc compiles for the
+// device only with --expt-relaxed-constexpr (the fuse::fuse CMake target adds it). Without it,
+// reductions failed with ten errors deep in the row kernel and elementwise code drew warnings.
+#if defined(__CUDACC__) && !defined(__CUDACC_RELAXED_CONSTEXPR__)
+#error "fuse: compile CUDA translation units with --expt-relaxed-constexpr (nvcc -std=c++20 --extended-lambda --expt-relaxed-constexpr); the fuse::fuse CMake target adds it"
+#endif
+
 // FUSE_HOST_DEVICE marks code that runs on the CPU and, when compiled by nvcc, on the GPU.
 #if defined(__CUDACC__)
 #define FUSE_HOST_DEVICE __host__ __device__

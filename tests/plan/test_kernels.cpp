@@ -166,7 +166,13 @@ TEST_CASE("the eager plan counts var and logsumexp as one node each", "[plan][ea
   CHECK_EAGER_KERNELS(1, fuse::logsumexp(x, fuse::axis<-1>));
   CHECK_EAGER_KERNELS(1, fuse::logsumexp(x));
   CHECK_EAGER_KERNELS(2, fuse::var(x + y, fuse::axis<0>));       // the operand, then var
-  CHECK_EAGER_KERNELS(2, fuse::logsumexp(o.k, fuse::axis<-1>));  // the cast to double, then logsumexp
+  CHECK_EAGER_KERNELS(1, fuse::logsumexp(o.k, fuse::axis<-1>));  // its conversion to double is part of it
+  CHECK_EAGER_KERNELS(2, fuse::logsumexp(fuse::cast<double>(o.k), fuse::axis<-1>));  // a user's cast is a node
+  // A reduction of a rank-0 expression reads it as rank 1 (index arithmetic, no node).
+  CHECK_EAGER_KERNELS(2, fuse::sum(fuse::sum(x)));
+  CHECK_EAGER_KERNELS(1, fuse::unsqueeze<0>(fuse::sum(x)));
+  CHECK_ONE_KERNEL(fuse::unsqueeze<0>(fuse::sum(x)));
+  CHECK_ONE_KERNEL(fuse::unsqueeze<0>(fuse::logsumexp(x)));
   CHECK_EAGER_KERNELS(2, fuse::var(fuse::sum(x)));                // rank 0
   CHECK_EAGER_KERNELS(4, fuse::logsumexp(x * y, fuse::axis<-1>) + fuse::var(x, fuse::axis<-1>));
   CHECK_EAGER_KERNELS(4, fuse::mean(fuse::square(x - fuse::mean(x, fuse::axis<-1>)), fuse::axis<-1>));

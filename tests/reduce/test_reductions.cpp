@@ -356,6 +356,24 @@ TEST_CASE("reductions of a rank-0 expression give its value (NumPy: np.sum(np.fl
   b = true;
   static_assert(std::is_same_v<decltype(fuse::sum(b))::value_type, fuse::index_t>);
   CHECK(fuse::eval(fuse::sum(b)) == 1);
+  // The same through eager (the rank lift is no pass of its own), and a full reduction lifted to
+  // rank 1, one row kernel.
+  const fuse::eager ex(fuse::cpu{});
+  CHECK(fuse::eval(ex, fuse::sum(t0)) == 2.5);
+  CHECK(fuse::eval(ex, fuse::var(t0)) == 0.0);
+  CHECK(close(fuse::eval(ex, fuse::sum(fuse::sum(x))), total, 1e-6));
+  CHECK(close(fuse::eval(ex, fuse::max(fuse::sum(x) * 2.f)), 2 * total, 1e-6));
+  for (auto lifted : {fuse::eval(fuse::unsqueeze<0>(fuse::sum(x))), fuse::eval(ex, fuse::unsqueeze<0>(fuse::sum(x))),
+                      fuse::eval(fuse::cpu{.threads = 1}, fuse::unsqueeze<0>(fuse::sum(x)))}) {
+    REQUIRE(lifted.shape() == fuse::shape_t<1>{1});
+    CHECK(close(lifted(0), total, 1e-6));
+  }
+  auto big = random<float, 2>({3, 70001}, 33);  // rows split across threads
+  double big_total = 0;
+  for (index_t i = 0; i < big.size(); ++i) big_total += big.data()[i];
+  fuse::tensor<float, 2> y2(4, 1);  // broadcast into a larger destination
+  y2 = fuse::unsqueeze<0>(fuse::sum(big));
+  for (index_t i = 0; i < 4; ++i) CHECK(close(y2(i, 0), big_total, 1e-6, 1e-3));
 }
 
 TEST_CASE("a reduction stretched into a larger destination fills all of it (NumPy assignment)") {

@@ -44,7 +44,9 @@ auto with_materialised_children(const Exec& exec, Arena& arena, const E& e);
 // The node itself materialised (interior nodes) or kept as it is (leaves, generators, views).
 template <class Exec, class Arena, class E>
 auto materialise(const Exec& exec, Arena& arena, const E& e) {
-  if constexpr (E::kind == node_kind::elementwise || E::kind == node_kind::reduction) {
+  if constexpr (is_rank_lift_v<E>) {
+    return relift(e, materialise(exec, arena, get<0>(e.args)));  // index arithmetic, no pass
+  } else if constexpr (E::kind == node_kind::elementwise || E::kind == node_kind::reduction) {
     auto node = with_materialised_children(exec, arena, e);
     auto tmp = arena.template make<typename E::value_type>(e.shape());
     assign_fused(exec, tmp, node);
@@ -79,6 +81,8 @@ auto with_materialised_children(const Exec& exec, Arena& arena, const E& e) {
   if constexpr (is_eager_unit_v<E>) {
     // var(x), logsumexp(x): one node (spec section 5). x is materialised, the rest is one kernel.
     return replace_operand<unit_operand_t<E>>(e, materialise(exec, arena, unit_operand(e)));
+  } else if constexpr (is_rank_lift_v<E>) {
+    return relift(e, with_materialised_children(exec, arena, get<0>(e.args)));
   } else if constexpr (is_squeezed_v<E>) {
     auto inner = with_materialised_children(exec, arena, e.inner);
     return squeezed_reduce<E::axis, decltype(inner)>{{}, inner};

@@ -115,8 +115,13 @@ auto reshape_axis_impl(const map_expr<F, A...>& m) {
   check_squeezable<Insert, K>(m.shape());
   // Over reductions of that axis (squeeze<1>(logsumexp(x, axis<1>))): the node is computed with
   // the axis, as one kernel, and read without it.
-  if constexpr (!Insert && drops_reduced_axis<K, map_expr<F, A...>>()) return squeezed_reduce<K, map_expr<F, A...>>{{}, m};
-  else return apply(
+  if constexpr (!Insert && drops_reduced_axis<K, map_expr<F, A...>>()) {
+    return squeezed_reduce<K, map_expr<F, A...>>{{}, m};
+  } else if constexpr (Insert && R == 0 && reduction_count_v<map_expr<F, A...>> > 0) {
+    // A rank-0 node over full reductions (logsumexp(x)) is lifted whole, so that it stays one row
+    // kernel (group_of in plan/fusion.hpp); pushed down, each reduction was lifted on its own.
+    return make_map(fn::first_of{}, m, full_expr<bool, 1>{{}, shape_t<1>{1}, false});
+  } else return apply(
       [&](const auto&... a) {
         auto child = [&]<class C>(const C& c) {
           if constexpr (K + C::rank < R) return c;  // the operand does not have this axis

@@ -309,6 +309,13 @@ auto var(E&& e, Axes... ax) {
   });
 }
 
+namespace fn {
+// as_floating's conversion: a cast that is part of the composite (an eager logsumexp of an int
+// tensor is one node, as of a float one), where a user's cast<double>(x) is a node of its own.
+template <class U>
+struct to_floating : cast<U> {};
+}  // namespace fn
+
 namespace detail {
 // The operand of a floating-point composite: integers converted first (NumPy computes softmax of
 // an int array in float64), so that x - max(x) or x * x cannot wrap or overflow in the integer type.
@@ -316,7 +323,7 @@ template <class E>
 decltype(auto) as_floating(E&& e) {
   using T = typename std::remove_cvref_t<E>::value_type;
   if constexpr (is_floating_v<T>) return std::forward<E>(e);
-  else return cast<float_result_t<T>>(std::forward<E>(e));
+  else return make_map(fn::to_floating<float_result_t<T>>{}, std::forward<E>(e));
 }
 }  // namespace detail
 
@@ -375,22 +382,43 @@ inline constexpr bool is_eager_unit_v<reduce_expr<var_op, M, K, C>> = true;
 template <class... A>
 inline constexpr bool is_eager_unit_v<map_expr<fn::logsumexp_add, A...>> = true;
 
-// A reduction's operand without make_reduce_all's rank-0 lift (first_of(x, full)).
+// Is E a node whose functor is F?
+template <class E, class F>
+inline constexpr bool has_functor_v = false;
+template <class F, class... A>
+inline constexpr bool has_functor_v<map_expr<F, A...>, F> = true;
+template <class E>
+inline constexpr bool is_rank_lift_v = has_functor_v<E, fn::first_of>;  // rank 0 read as rank 1
+template <class E>
+inline constexpr bool is_floating_cast_v = false;
+template <class U, class A>
+inline constexpr bool is_floating_cast_v<map_expr<fn::to_floating<U>, A>> = true;
+
+// e without rank lifts: they are index arithmetic, no node of their own in the eager plan.
 template <class E>
 const auto& unlifted(const E& e) {
-  if constexpr (requires { e.f; }) {
-    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(e.f)>, fn::first_of>) return get<0>(e.args);
-    else return e;
-  } else {
-    return e;
-  }
+  if constexpr (is_rank_lift_v<E>) return unlifted(get<0>(e.args));
+  else return e;
+}
+// The lift of x, as e lifts its operand.
+template <class E, class X>
+auto relift(const E& e, X x) {
+  return map_expr<fn::first_of, X, std::remove_cvref_t<decltype(get<1>(e.args))>>{e.f, std::move(x), get<1>(e.args)};
+}
+
+// e without make_reduce_all's rank-0 lift (first_of(x, full)) and as_floating's cast: the operand
+// x as the user gave it to var or logsumexp.
+template <class E>
+const auto& unwrapped(const E& e) {
+  if constexpr (is_rank_lift_v<E> || is_floating_cast_v<E>) return unwrapped(get<0>(e.args));
+  else return e;
 }
 
 template <class E>
   requires is_eager_unit_v<E>
 const auto& unit_operand(const E& e) {
-  if constexpr (is_reduce_v<E>) return get<0>(get<0>(unlifted(e.child).args).args);  // var: mean(square(x - mean(x)))
-  else return unlifted(get<0>(get<0>(e.args).args).child);                        // logsumexp: m + ..., m = f(max(x))
+  if constexpr (is_reduce_v<E>) return unwrapped(get<0>(get<0>(unwrapped(e.child).args).args));  // var: mean(square(x - mean(x)))
+  else return unwrapped(get<0>(get<0>(e.args).args).child);  // logsumexp: m + ..., m = f(max(x))
 }
 template <class E>
 using unit_operand_t = std::remove_cvref_t<decltype(unit_operand(std::declval<const E&>()))>;

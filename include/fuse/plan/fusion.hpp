@@ -78,13 +78,14 @@ constexpr std::size_t first_full_reduction_rank() {
 // The rank and row axes of the group rooted at E. A rank-0 elementwise root over full reductions
 // (logsumexp(x): m + log(sum(exp(x - m))), m = max(x)) takes the rank of the first one's operand,
 // so that they join as phases over one row, the whole operand, and the root is written once
-// (widen_to_rows), as over one axis; it was three kernels.
+// (widen_to_rows), as over one axis; it was three kernels. So does a full reduction lifted to
+// rank 1 (unsqueeze<0>(sum(x))), which was two.
 template <class E>
 struct group_of {
   static constexpr bool reduction_root = is_reduce_v<E>;
   static constexpr std::size_t rank = [] {
     if constexpr (is_reduce_v<E>) return E::child_rank;
-    else if constexpr (E::rank == 0) return std::max<std::size_t>(1, first_full_reduction_rank<E>());
+    else if constexpr (E::rank == 0 || is_rank_lift_v<E>) return std::max<std::size_t>(1, first_full_reduction_rank<E>());
     else return E::rank;
   }();
   static constexpr std::uint32_t mask = [] {
@@ -216,6 +217,8 @@ constexpr std::size_t interior_nodes() {
     return 1 + interior_nodes<unit_operand_t<E>>();  // var, logsumexp: one node (spec section 5)
   } else if constexpr (is_squeezed_v<E>) {
     return interior_nodes<typename E::inner_type>();
+  } else if constexpr (is_rank_lift_v<E>) {
+    return interior_nodes<std::remove_cvref_t<decltype(get<0>(std::declval<const E&>().args))>>();  // index arithmetic
   } else if constexpr (is_reduce_v<E>) {
     return 1 + interior_nodes<typename E::child_type>();
   } else if constexpr (E::kind == node_kind::elementwise) {

@@ -289,11 +289,14 @@ std::string eager_kernels(const E& e, plan_report& p, leaf_table& names) {
   constexpr bool interior = E::kind == node_kind::elementwise || E::kind == node_kind::reduction;
   if constexpr (is_squeezed_v<E>) {
     return eager_kernels(e.inner, p, names);  // written without the axis
+  } else if constexpr (is_rank_lift_v<E>) {
+    return eager_kernels(get<0>(e.args), p, names);  // index arithmetic
   } else if constexpr (interior) {
     leaf_table reads;  // this kernel's own distinct inputs
     index_t temp_bytes = 0;
     std::string args;
-    auto operand = [&](const auto& a) {
+    auto operand = [&](const auto& lifted) {
+      const auto& a = unlifted(lifted);  // a rank lift is index arithmetic
       using A = std::remove_cvref_t<decltype(a)>;
       std::string n;
       if constexpr (A::kind == node_kind::elementwise || A::kind == node_kind::reduction) {

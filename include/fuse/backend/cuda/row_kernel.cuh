@@ -73,7 +73,7 @@ __device__ __forceinline__ Total row_allreduce(Total v, void* scratch) {
 
 // Largest CUB scratch any phase needs, for one block.
 template <row_group G, class Phases>
-constexpr std::size_t scratch_bytes() {
+FUSE_HOST_DEVICE constexpr std::size_t scratch_bytes() {
   std::size_t bytes = 16;
   []<class... P>(const tuple<P...>*, std::size_t& b) {
     ((b = std::max(b, G == row_group::warp ? sizeof(typename cub::WarpReduce<typename P::op::template total_t<typename P::acc_type>>::TempStorage) * (row_block / 32)

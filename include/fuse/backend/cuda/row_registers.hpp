@@ -241,7 +241,7 @@ int register_lanes(const It& it) {
 inline constexpr int row_chunk_bytes = FUSE_ROW_CHUNK_BYTES;
 
 template <class S, class T, int Bytes = row_chunk_bytes>
-constexpr int row_chunk_elements() {
+FUSE_HOST_DEVICE constexpr int row_chunk_elements() {
   constexpr int wider = int(sizeof(S) > sizeof(T) ? sizeof(S) : sizeof(T));
   constexpr int p = Bytes >= 2 * wider && Bytes % wider == 0 ? Bytes / wider : 1;
   static_assert(row_lane_elements % p == 0, "fuse: a lane holds whole chunks");
