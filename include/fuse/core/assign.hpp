@@ -135,7 +135,7 @@ void assign_fused(const Exec& exec, D&& d, const E& e) {
     // A reduction without one of its axes: the reduction, into the destination with that axis
     // (of extent 1) put back. A destination of lower rank (leading 1s dropped) takes a copy.
     if constexpr (dst_rank >= E::rank) {
-      auto with_axis = reshape_axis<true, E::axis + (dst_rank - E::rank)>(hold_operand(std::forward<D>(d)));
+      auto with_axis = reshape_axis<true, E::axis + (dst_rank - E::rank)>(hold_operand(d));  // a view of d
       assign_fused(exec, with_axis, e.inner);
     } else {
       via_temporary();
