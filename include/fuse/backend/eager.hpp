@@ -61,16 +61,8 @@ template <class X, class R, class E>
 auto replace_operand(const E& e, const R& r) {
   if constexpr (std::is_same_v<E, X>) {
     return r;
-  } else if constexpr (is_reduce_v<E>) {
-    auto child = replace_operand<X>(e.child, r);
-    return reduce_expr<typename E::op, E::mask, E::keepdims, decltype(child)>(child);
-  } else if constexpr (requires { e.args; }) {
-    return apply(
-        [&](const auto&... a) {
-          using node = map_expr<std::remove_cvref_t<decltype(e.f)>, decltype(replace_operand<X>(a, r))...>;
-          return node{e.f, replace_operand<X>(a, r)...};
-        },
-        e.args);
+  } else if constexpr (is_reduce_v<E> || requires { e.args; }) {
+    return rebuild_over(e, [&](const auto& a) { return replace_operand<X>(a, r); });
   } else {
     return e;
   }
@@ -86,16 +78,8 @@ auto with_materialised_children(const Exec& exec, Arena& arena, const E& e) {
   } else if constexpr (is_squeezed_v<E>) {
     auto inner = with_materialised_children(exec, arena, e.inner);
     return squeezed_reduce<E::axis, decltype(inner)>{{}, inner};
-  } else if constexpr (requires { e.args; }) {
-    return apply(
-        [&](const auto&... a) {
-          using node = map_expr<std::remove_cvref_t<decltype(e.f)>, decltype(materialise(exec, arena, a))...>;
-          return node{e.f, materialise(exec, arena, a)...};  // braces: left to right, as the plan lists them
-        },
-        e.args);
-  } else if constexpr (E::kind == node_kind::reduction) {
-    auto child = materialise(exec, arena, e.child);
-    return reduce_expr<typename E::op, E::mask, E::keepdims, decltype(child)>(child);
+  } else if constexpr (is_reduce_v<E> || requires { e.args; }) {
+    return rebuild_over(e, [&](const auto& a) { return materialise(exec, arena, a); });
   } else {
     return e;
   }

@@ -78,17 +78,8 @@ auto split_group(const Exec& exec, Arena& arena, const E& e) {
       return materialise_group(exec, arena, x);
     }
   };
-  if constexpr (is_reduce_v<E>) {
-    auto child = operand(e.child);
-    return reduce_expr<typename E::op, E::mask, E::keepdims, decltype(child)>(child);
-  } else if constexpr (E::kind == node_kind::elementwise && reduction_count_v<E> > 0) {
-    return apply(
-        [&](const auto&... a) {
-          // Braces: the operands' kernels run left to right, in the order fuse::plan lists them
-          // (a call's arguments are evaluated in no set order; GCC goes right to left).
-          return map_expr<std::remove_cvref_t<decltype(e.f)>, decltype(operand(a))...>{e.f, operand(a)...};
-        },
-        e.args);
+  if constexpr (is_reduce_v<E> || (E::kind == node_kind::elementwise && reduction_count_v<E> > 0)) {
+    return rebuild_over(e, operand);  // the operands' kernels run left to right, as the plan lists them
   } else {
     return e;
   }

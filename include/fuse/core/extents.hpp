@@ -11,6 +11,23 @@ namespace fuse {
 template <std::size_t R>
 using shape_t = std::array<index_t, R>;
 
+namespace detail {
+// s with v inserted at axis k / without axis k (squeeze, unsqueeze).
+template <std::size_t R>
+constexpr shape_t<R + 1> insert_at(const shape_t<R>& s, std::size_t k, index_t v) {
+  shape_t<R + 1> o{};
+  for (std::size_t i = 0, j = 0; i <= R; ++i) o[i] = i == k ? v : s[j++];
+  return o;
+}
+template <std::size_t R>
+constexpr shape_t<R - 1> remove_at(const shape_t<R>& s, std::size_t k) {
+  shape_t<R - 1> o{};
+  for (std::size_t i = 0, j = 0; i < R; ++i)
+    if (i != k) o[j++] = s[i];
+  return o;
+}
+}  // namespace detail
+
 template <index_t... E>
 struct extents {
   static constexpr std::size_t rank = sizeof...(E);

@@ -2,7 +2,6 @@
 // full (a constant), iota (an axis index, for masks) and take (a gather of table rows).
 #pragma once
 
-#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -161,10 +160,10 @@ namespace detail {
 template <class L>
 auto take_operand(L&& l) {
   if constexpr (viewable<L>) {
-    return std::pair{as_view(l), std::shared_ptr<const void>{}};
+    return std::pair{as_view(l), keep_alive{}};
   } else {
     auto held = own(std::move(l));
-    return std::pair{held.view(), held.owner()};
+    return std::pair{held.view(), keep_alive(held.owner())};
   }
 }
 template <class L>
@@ -176,7 +175,7 @@ template <class Table, class Indices>
 auto take(Table&& table, Indices&& indices) {
   auto [t, t_owner] = detail::take_operand(std::forward<Table>(table));
   auto [i, i_owner] = detail::take_operand(std::forward<Indices>(indices));
-  return take_expr<decltype(t), decltype(i)>{{}, t, i, detail::keep_alive(std::move(t_owner)), detail::keep_alive(std::move(i_owner))};
+  return take_expr<decltype(t), decltype(i)>{{}, t, i, t_owner, i_owner};
 }
 
 }  // namespace fuse

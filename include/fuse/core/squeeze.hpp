@@ -14,20 +14,6 @@ namespace fuse {
 
 namespace detail {
 
-template <std::size_t R>
-constexpr shape_t<R + 1> insert_at(const shape_t<R>& s, std::size_t k, index_t v) {
-  shape_t<R + 1> o{};
-  for (std::size_t i = 0, j = 0; i <= R; ++i) o[i] = i == k ? v : s[j++];
-  return o;
-}
-template <std::size_t R>
-constexpr shape_t<R - 1> remove_at(const shape_t<R>& s, std::size_t k) {
-  shape_t<R - 1> o{};
-  for (std::size_t i = 0, j = 0; i < R; ++i)
-    if (i != k) o[j++] = s[i];
-  return o;
-}
-
 // Insert (Insert=true) or remove axis K of e, which has rank e.rank.
 template <bool Insert, std::size_t K, class E>
 auto reshape_axis(const E& e);

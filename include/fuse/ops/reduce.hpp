@@ -202,16 +202,6 @@ struct reduce_expr : detail::expr_tag {
   }
 };
 
-namespace detail {
-template <std::size_t K, std::size_t R>
-constexpr shape_t<R - 1> without_axis(const shape_t<R>& s) {
-  shape_t<R - 1> o{};
-  for (std::size_t i = 0, j = 0; i < R; ++i)
-    if (i != K) o[j++] = s[i];
-  return o;
-}
-}  // namespace detail
-
 // A reduction without one of the axes it reduces, K: squeeze<K>(sum(x, axis<K>)), NumPy's
 // keepdims=False. Inner is the reduction, an elementwise node over reductions of that axis
 // (logsumexp), or another squeezed_reduce. No kernel reads it in place, since its rank differs
@@ -225,11 +215,11 @@ struct squeezed_reduce : detail::expr_tag {
   static constexpr std::size_t rank = Inner::rank - 1;
   static constexpr node_kind kind = node_kind::reduction;
   static constexpr memory_space space = Inner::space;
-  static constexpr shape_t<rank> static_shape = detail::without_axis<K>(Inner::static_shape);
+  static constexpr shape_t<rank> static_shape = detail::remove_at(Inner::static_shape, K);
 
   Inner inner;
 
-  shape_t<rank> shape() const { return detail::without_axis<K>(inner.shape()); }
+  shape_t<rank> shape() const { return detail::remove_at(inner.shape(), K); }
   template <class F>
   void visit_leaves(F&& f) const { inner.visit_leaves(f); }
 };
@@ -422,6 +412,20 @@ const auto& unit_operand(const E& e) {
 }
 template <class E>
 using unit_operand_t = std::remove_cvref_t<decltype(unit_operand(std::declval<const E&>()))>;
+
+// Node e (an elementwise node or a reduction) rebuilt over f(a) for each operand a. Braces: f
+// runs on the operands left to right, in the order fuse::plan lists them (a call's arguments are
+// evaluated in no set order; GCC goes right to left).
+template <class E, class F>
+auto rebuild_over(const E& e, F&& f) {
+  if constexpr (is_reduce_v<E>) {
+    auto child = f(e.child);
+    return reduce_expr<typename E::op, E::mask, E::keepdims, decltype(child)>(child);
+  } else {
+    return apply([&](const auto&... a) { return map_expr<std::remove_cvref_t<decltype(e.f)>, decltype(f(a))...>{e.f, f(a)...}; },
+                 e.args);
+  }
+}
 }  // namespace detail
 
 }  // namespace fuse
