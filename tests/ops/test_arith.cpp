@@ -466,3 +466,55 @@ TEST_CASE("integers compare by value, also with scalars outside their type (NumP
     CHECK(f(1));
   }
 }
+
+// NumPy's integer arithmetic wraps modulo 2^N. In C++ a signed overflow is undefined, and an
+// optimiser folded the fused `(x + 1) > x` to true (a probe, 2026-12-02); UBSan (the sanitize
+// build) also reports any signed overflow left.
+TEST_CASE("integer + - * and reductions wrap modulo 2^N, as NumPy", "[ops][arith][types]") {
+  constexpr std::int32_t imax = std::numeric_limits<std::int32_t>::max();
+  constexpr std::int32_t imin = std::numeric_limits<std::int32_t>::min();
+  const auto wrap32 = [](std::int64_t v) { return std::int32_t(std::uint32_t(std::uint64_t(v))); };
+  fuse::tensor<std::int32_t, 1> x(37), y(37);
+  for (index_t k = 0; k < 37; ++k) {
+    x(k) = k % 3 == 0 ? imax - std::int32_t(k) : (k % 3 == 1 ? imin + std::int32_t(k - 1) : std::int32_t(k * 977) - 15000);
+    y(k) = std::int32_t((k * 7919) % 4001) * 524287 + 3;  // products far beyond int32
+  }
+  fuse::tensor<std::uint16_t, 1> u(37);  // uint16 * uint16 is computed in int: 65535^2 > INT_MAX
+  for (index_t k = 0; k < 37; ++k) u(k) = std::uint16_t(65535 - k * 3);
+  fuse::tensor<std::int64_t, 1> big(37);
+  for (index_t k = 0; k < 37; ++k) big(k) = std::numeric_limits<std::int64_t>::max() - k;
+
+  const auto all_execs = [](auto&& e, auto&& ref, const char* what) {
+    using V = typename std::remove_cvref_t<decltype(e)>::value_type;
+    for (int pass = 0; pass < 3; ++pass) {
+      fuse::tensor<V, 1> out(e.shape()[0]);
+      if (pass == 0) fuse::assign(fuse::cpu{.threads = 1}, out, e);
+      if (pass == 1) fuse::assign(fuse::cpu{}, out, e);
+      if (pass == 2) fuse::assign(fuse::eager(fuse::cpu{}), out, e);
+      for (index_t k = 0; k < out.size(); ++k) {
+        INFO(what << " pass " << pass << " at " << k);
+        CHECK(out(k) == ref(k));
+      }
+    }
+  };
+  all_execs((x + 1) > x, [&](index_t k) { return x(k) != imax; }, "(x + 1) > x");
+  all_execs(x + y, [&](index_t k) { return wrap32(std::int64_t(x(k)) + y(k)); }, "x + y");
+  all_execs(x - y, [&](index_t k) { return wrap32(std::int64_t(x(k)) - y(k)); }, "x - y");
+  all_execs(x * y, [&](index_t k) { return wrap32(std::int64_t(x(k)) * y(k)); }, "x * y");
+  all_execs(-x, [&](index_t k) { return wrap32(-std::int64_t(x(k))); }, "-x");
+  all_execs(fuse::abs(x), [&](index_t k) { return wrap32(std::abs(std::int64_t(x(k)))); }, "abs(x)");
+  all_execs(fuse::square(y), [&](index_t k) { return wrap32(std::int64_t(y(k)) * y(k)); }, "square(y)");
+  all_execs(fuse::pow(y, 3), [&](index_t k) { return std::int32_t(std::uint32_t(y(k)) * std::uint32_t(y(k)) * std::uint32_t(y(k))); },
+            "pow(y, 3)");
+  all_execs(u * u, [&](index_t k) { return std::uint16_t(std::uint32_t(u(k)) * u(k)); }, "u * u");
+  all_execs(big + big, [&](index_t k) { return std::int64_t(std::uint64_t(big(k)) * 2); }, "big + big");
+  // Reductions accumulate integers in int64, wrapping too.
+  for (int threads : {1, 2}) {
+    const fuse::cpu exec{.threads = threads};
+    std::uint64_t s = 0, p = 1;
+    for (index_t k = 0; k < 37; ++k) s += std::uint64_t(big(k)), p *= std::uint64_t(big(k));
+    CHECK(fuse::eval(exec, fuse::sum(big)) == std::int64_t(s));
+    CHECK(fuse::eval(exec, fuse::prod(big)) == std::int64_t(p));
+    CHECK(fuse::eval(fuse::eager(exec), fuse::sum(big)) == std::int64_t(s));
+  }
+}

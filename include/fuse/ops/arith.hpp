@@ -2,24 +2,27 @@
 #pragma once
 
 #include "fuse/core/map_expr.hpp"
+#include "fuse/math/wrapping.hpp"
 
 namespace fuse {
 
 namespace fn {
-#define FUSE_BINARY_FN(NAME, OP, POLICY)                                           \
+// Integer + - * wrap as NumPy's (math/wrapping.hpp); true division, as NumPy: int / int gives
+// double.
+#define FUSE_BINARY_FN(NAME, EXPR, POLICY)                                         \
   struct NAME {                                                                    \
     static constexpr const char* name = #NAME;                                     \
     static constexpr int flops = 1;                                                \
     using promotion = fuse::promotion::POLICY;                                     \
     template <class A, class B>                                                    \
     FUSE_HOST_DEVICE FUSE_INLINE constexpr auto operator()(A a, B b) const {       \
-      return a OP b;                                                               \
+      return EXPR;                                                                 \
     }                                                                              \
   };
-FUSE_BINARY_FN(add, +, arith)
-FUSE_BINARY_FN(sub, -, arith)
-FUSE_BINARY_FN(mul, *, arith)
-FUSE_BINARY_FN(div, /, floating)  // true division, as NumPy: int / int gives double
+FUSE_BINARY_FN(add, math::wrapping_add(a, b), arith)
+FUSE_BINARY_FN(sub, math::wrapping_sub(a, b), arith)
+FUSE_BINARY_FN(mul, math::wrapping_mul(a, b), arith)
+FUSE_BINARY_FN(div, a / b, floating)
 #undef FUSE_BINARY_FN
 
 struct neg {
@@ -27,7 +30,7 @@ struct neg {
   static constexpr int flops = 1;
   using promotion = fuse::promotion::arith;
   template <class A>
-  FUSE_HOST_DEVICE FUSE_INLINE constexpr auto operator()(A a) const { return -a; }
+  FUSE_HOST_DEVICE FUSE_INLINE constexpr auto operator()(A a) const { return math::wrapping_neg(a); }
 };
 }  // namespace fn
 

@@ -7,6 +7,7 @@
 #include "fuse/core/map_expr.hpp"
 #include "fuse/math/basic.hpp"
 #include "fuse/math/scalar_math.hpp"
+#include "fuse/math/wrapping.hpp"
 
 namespace fuse {
 
@@ -52,7 +53,7 @@ struct abs {
   template <class T>
   FUSE_HOST_DEVICE FUSE_INLINE T operator()(T x) const {
     if constexpr (std::is_floating_point_v<T>) return math::fabs(x);
-    else return x < T(0) ? T(-x) : x;
+    else return x < T(0) ? T(math::wrapping_neg(x)) : x;  // abs(INT_MIN) == INT_MIN, as NumPy
   }
 };
 struct square {
@@ -60,7 +61,7 @@ struct square {
   static constexpr int flops = 1;
   using promotion = fuse::promotion::arith;
   template <class T>
-  FUSE_HOST_DEVICE FUSE_INLINE T operator()(T x) const { return x * x; }
+  FUSE_HOST_DEVICE FUSE_INLINE T operator()(T x) const { return T(math::wrapping_mul(x, x)); }
 };
 }  // namespace fn
 

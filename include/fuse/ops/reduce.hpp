@@ -56,7 +56,7 @@ struct sum_op {
   template <class T> using acc_t = std::conditional_t<std::is_integral_v<T>, result_t<T>, compute_t<T>>;
   template <class A> using total_t = std::conditional_t<is_float_acc_v<A>, double, A>;
   template <class A> FUSE_HOST_DEVICE FUSE_INLINE static constexpr A identity() { return A(0); }
-  template <class A> FUSE_HOST_DEVICE FUSE_INLINE static constexpr A combine(A a, A b) { return a + b; }
+  template <class A> FUSE_HOST_DEVICE FUSE_INLINE static constexpr A combine(A a, A b) { return A(math::wrapping_add(a, b)); }
   template <class R, class Total> FUSE_HOST_DEVICE FUSE_INLINE static R finalize(Total t, index_t) { return static_cast<R>(t); }
 };
 struct mean_op : sum_op {
@@ -75,7 +75,7 @@ struct prod_op {
   template <class T> using acc_t = std::conditional_t<std::is_integral_v<T>, result_t<T>, compute_t<T>>;
   template <class A> using total_t = std::conditional_t<is_float_acc_v<A>, double, A>;
   template <class A> FUSE_HOST_DEVICE FUSE_INLINE static constexpr A identity() { return A(1); }
-  template <class A> FUSE_HOST_DEVICE FUSE_INLINE static constexpr A combine(A a, A b) { return a * b; }
+  template <class A> FUSE_HOST_DEVICE FUSE_INLINE static constexpr A combine(A a, A b) { return A(math::wrapping_mul(a, b)); }
   template <class R, class Total> FUSE_HOST_DEVICE FUSE_INLINE static R finalize(Total t, index_t) { return static_cast<R>(t); }
 };
 // NaN propagates (np.max): a NaN lane wins every combine.

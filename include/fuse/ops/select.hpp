@@ -46,8 +46,8 @@ struct pow {
     if constexpr (std::is_integral_v<T>) {  // integer power by squaring, as NumPy
       T r = 1;
       for (T e = b; e > 0; e >>= 1) {
-        if (e & 1) r *= a;
-        if (e > 1) a *= a;  // not after the last bit: that square can overflow (UB) though unused
+        if (e & 1) r = T(math::wrapping_mul(r, a));  // wraps, as NumPy
+        if (e > 1) a = T(math::wrapping_mul(a, a));
       }
       return b < 0 ? T(0) : r;
     } else {
