@@ -189,6 +189,9 @@ constexpr auto default_executor() {
 template <class Exec, class D, class E>
   requires((expression<D>) && operand<E>)
 void assign(const Exec& exec, D&& y, E&& e) {
+  static_assert(requires { y.data(); y.strides(); },
+                "fuse::assign: the destination must be a tensor or a view; an expression (x + y, exp(x), a "
+                "reduction, full, iota, take) cannot be written");
   if constexpr (expression<E>)
     static_assert(detail::check_static_assignable<std::remove_cvref_t<D>::static_shape, std::remove_cvref_t<E>::static_shape>());
   auto held = detail::hold_operand(std::forward<E>(e));

@@ -9,15 +9,23 @@ namespace fuse {
 namespace detail {
 template <class Exec, class D, class S>
 void copy_device(const Exec& exec, D&& dst, const S& src, bool synchronous);  // backend/cuda
+
+template <class D, class S>
+void check_copy_shapes(const D& dst, const S& src) {
+  static_assert(D::rank == S::rank, "fuse::copy: dst and src have different ranks (copy needs equal shapes)");
+  if constexpr (D::rank == S::rank) {
+    if (dst.shape() != src.shape())
+      throw shape_error("fuse::copy: shapes " + format_shape(dst.shape()) + " and " + format_shape(src.shape()) +
+                        " differ");
+  }
 }
+}  // namespace detail
 
 template <class D, class S>
   requires(expression<D> && expression<S>)
 void copy(D&& dst, const S& src) {
   using DD = std::remove_cvref_t<D>;
-  if (dst.shape() != src.shape())
-    throw shape_error("fuse::copy: shapes " + detail::format_shape(dst.shape()) + " and " +
-                      detail::format_shape(src.shape()) + " differ");
+  detail::check_copy_shapes(dst, src);
   if constexpr (DD::space != memory_space::device && S::space != memory_space::device)
     assign(cpu{}, dst, src);
   else
@@ -28,9 +36,7 @@ void copy(D&& dst, const S& src) {
 template <class Exec, class D, class S>
   requires(expression<D> && expression<S> && requires { Exec::space; })
 void copy(const Exec& exec, D&& dst, const S& src) {
-  if (dst.shape() != src.shape())
-    throw shape_error("fuse::copy: shapes " + detail::format_shape(dst.shape()) + " and " +
-                      detail::format_shape(src.shape()) + " differ");
+  detail::check_copy_shapes(dst, src);
   if constexpr (Exec::space == memory_space::device) detail::copy_device(exec, dst, src, false);
   else assign(exec, dst, src);
 }

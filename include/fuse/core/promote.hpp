@@ -20,6 +20,12 @@ using compute_t = typename compute_type<T>::type;
 template <class T>
 inline constexpr bool is_floating_v = std::is_floating_point_v<compute_t<T>>;
 
+// What tensors hold and expressions compute: arithmetic types (bool included) and the 16-bit
+// floating types of CUDA builds. Storage is raw memory copied with memcpy, so a class type (a
+// cast<std::string>, a map returning a vector) would be used unconstructed.
+template <class T>
+inline constexpr bool is_element_v = std::is_arithmetic_v<T> || !std::is_same_v<compute_t<T>, T>;
+
 // Value type and weakness of an operand.
 template <class V, bool Weak>
 struct typed {

@@ -170,8 +170,10 @@ template <int K, class E>
 auto squeeze(E&& e) {
   constexpr std::size_t R = std::remove_cvref_t<E>::rank;
   static_assert(R > 0, "fuse::squeeze: a rank-0 expression has no axis to remove");
-  constexpr std::size_t k = detail::normalize_axis<K, R>();
-  return detail::reshape_axis<false, k>(detail::hold_operand(std::forward<E>(e)));
+  if constexpr (R > 0) {  // else nothing more: R - 1 would wrap (clang then ran out of memory)
+    constexpr std::size_t k = detail::normalize_axis<K, R>();
+    return detail::reshape_axis<false, k>(detail::hold_operand(std::forward<E>(e)));
+  }
 }
 
 // Inserts an axis of extent 1 before axis K (K may equal the rank: a new last axis).

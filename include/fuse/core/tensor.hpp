@@ -32,6 +32,9 @@ struct host_allocator {
 // An owning array of `Rank` dynamic extents in the memory `Alloc` manages.
 template <class T, std::size_t Rank, class Alloc>
 class basic_tensor : public detail::expr_tag {
+  static_assert(detail::is_element_v<T>,
+                "fuse::tensor<T, Rank>: T must be an arithmetic type (or __half / __nv_bfloat16 in CUDA code)");
+
  public:
   using value_type = T;
   static constexpr std::size_t rank = Rank;

@@ -6,6 +6,7 @@
 
 #include "fuse/core/errors.hpp"
 #include "fuse/core/leaf.hpp"
+#include "fuse/core/promote.hpp"
 
 namespace fuse {
 
@@ -13,6 +14,9 @@ namespace fuse {
 // strides in elements. Views are held by value in expressions; `v = e` writes elements, never rebinds.
 template <class T, class Ext, bool Strided = false, memory_space Space = memory_space::host>
 class basic_view : public detail::expr_tag {
+  static_assert(detail::is_element_v<std::remove_const_t<T>>,
+                "fuse::view: the element type must be an arithmetic type (or __half / __nv_bfloat16 in CUDA code)");
+
  public:
   using value_type = std::remove_const_t<T>;
   using element_type = T;

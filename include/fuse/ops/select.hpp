@@ -94,13 +94,20 @@ auto where(C&& c, A&& a, B&& b) {
   return make_map(fn::where{}, std::forward<C>(c), std::forward<A>(a), std::forward<B>(b));
 }
 template <class U, expression X>
-auto cast(X&& x) { return make_map(fn::cast<U>{}, std::forward<X>(x)); }
+auto cast(X&& x) {
+  static_assert(detail::is_element_v<U>,
+                "fuse::cast<U>: U must be an arithmetic type (or __half / __nv_bfloat16 in CUDA code)");
+  return make_map(fn::cast<U>{}, std::forward<X>(x));
+}
 
 // Applies f elementwise: map(f, e1, e2, ...)(i) = f(e1(i), e2(i), ...). For CUDA, f must be a
 // __host__ __device__ callable.
 template <class F, operand... E>
   requires((expression<E> || ...) && std::is_invocable_v<const F&, typename detail::held_t<E>::value_type...>)
 auto map(F f, E&&... e) {
+  static_assert(detail::is_element_v<std::remove_cvref_t<std::invoke_result_t<const F&, typename detail::held_t<E>::value_type...>>>,
+                "fuse::map: the callable must return an arithmetic value (or __half / __nv_bfloat16 in CUDA "
+                "code): tensors hold plain numbers");
   return make_map(fn::user<F>{f}, std::forward<E>(e)...);
 }
 
