@@ -1,43 +1,86 @@
 // fuse/core/pool.hpp - a caching allocator for temporaries (eager mode), as a framework keeps one:
-// freed blocks are kept by size and handed out again, so repeated runs do not page-fault.
+// freed blocks are kept by size and handed out again, so repeated runs do not page-fault; the idle
+// blocks it keeps are bounded.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "fuse/core/tensor.hpp"
 
 namespace fuse::detail {
 
+// Idle bytes the pool keeps at most (FUSE_POOL_CACHE_BYTES; default 1 GiB): beyond it the oldest
+// idle blocks go back to the allocator. Without a bound, eager runs over ever new sizes (varying
+// batch or sequence lengths) grew the process by every size seen (1.6 GB after 200 sizes of 8 MB;
+// a probe, 2026-12-02).
+#ifndef FUSE_POOL_CACHE_BYTES
+#define FUSE_POOL_CACHE_BYTES (std::size_t(1) << 30)
+#endif
+
 template <class Alloc>
 class buffer_pool {
  public:
+  struct block {
+    void* p = nullptr;
+    std::size_t bytes = 0;  // the block's own size, at least what was asked for
+  };
   static buffer_pool& instance() {
     static buffer_pool pool;
     return pool;
   }
-  void* acquire(std::size_t bytes) {
-    std::lock_guard lock(mutex_);
-    auto it = free_.find(bytes);
-    if (it != free_.end()) {
-      void* p = it->second;
-      free_.erase(it);
-      return p;
+  // The smallest idle block of at least `bytes` that wastes at most a quarter of it (a framework's
+  // caching allocator reuses a larger block too), else a new one.
+  block acquire(std::size_t bytes) {
+    {
+      std::lock_guard lock(mutex_);
+      auto it = idle_.lower_bound(bytes);
+      if (it != idle_.end() && it->first - bytes <= bytes / 4) {
+        const block b{it->second.p, it->first};
+        idle_bytes_ -= it->first;
+        idle_.erase(it);
+        return b;
+      }
     }
-    return Alloc::allocate(bytes);
+    return {Alloc::allocate(bytes), bytes};
   }
-  void release(void* p, std::size_t bytes) {
-    if (!p) return;
+  void release(block b) {
+    if (!b.p) return;
+    std::vector<void*> evicted;
+    {
+      std::lock_guard lock(mutex_);
+      idle_.emplace(b.bytes, entry{b.p, ++clock_});
+      idle_bytes_ += b.bytes;
+      while (idle_bytes_ > FUSE_POOL_CACHE_BYTES && idle_.size() > 1) {
+        auto oldest = idle_.begin();
+        for (auto it = idle_.begin(); it != idle_.end(); ++it)
+          if (it->second.stamp < oldest->second.stamp) oldest = it;
+        evicted.push_back(oldest->second.p);
+        idle_bytes_ -= oldest->first;
+        idle_.erase(oldest);
+      }
+    }
+    for (void* p : evicted) Alloc::deallocate(p);  // outside the lock (cudaFree synchronises)
+  }
+  std::size_t idle_bytes() {
     std::lock_guard lock(mutex_);
-    free_.emplace(bytes, p);
+    return idle_bytes_;
   }
   ~buffer_pool() {
-    for (auto& [bytes, p] : free_) Alloc::deallocate(p);
+    for (auto& [bytes, e] : idle_) Alloc::deallocate(e.p);
   }
 
  private:
+  struct entry {
+    void* p;
+    std::uint64_t stamp;  // release order: the oldest idle block goes first
+  };
   std::mutex mutex_;
-  std::multimap<std::size_t, void*> free_;
+  std::multimap<std::size_t, entry> idle_;
+  std::size_t idle_bytes_ = 0;
+  std::uint64_t clock_ = 0;
 };
 
 // Blocks taken from the pool for the duration of one evaluation.
@@ -47,18 +90,18 @@ class pool_arena {
   pool_arena() = default;
   pool_arena(const pool_arena&) = delete;
   ~pool_arena() {
-    for (auto& [p, bytes] : blocks_) buffer_pool<Alloc>::instance().release(p, bytes);
+    for (const auto& b : blocks_) buffer_pool<Alloc>::instance().release(b);
   }
   template <class T, std::size_t R>
   basic_view<T, dextents<R>, false, Alloc::space> make(const shape_t<R>& shape) {
     const std::size_t bytes = static_cast<std::size_t>(shape_size(shape)) * sizeof(T);
-    void* p = bytes ? buffer_pool<Alloc>::instance().acquire(bytes) : nullptr;
-    blocks_.emplace_back(p, bytes);
-    return basic_view<T, dextents<R>, false, Alloc::space>(static_cast<T*>(p), extents_from_shape<R, dextents<R>>(shape));
+    const auto b = bytes ? buffer_pool<Alloc>::instance().acquire(bytes) : typename buffer_pool<Alloc>::block{};
+    blocks_.push_back(b);
+    return basic_view<T, dextents<R>, false, Alloc::space>(static_cast<T*>(b.p), extents_from_shape<R, dextents<R>>(shape));
   }
 
  private:
-  std::vector<std::pair<void*, std::size_t>> blocks_;
+  std::vector<typename buffer_pool<Alloc>::block> blocks_;
 };
 
 }  // namespace fuse::detail
