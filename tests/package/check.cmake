@@ -3,12 +3,12 @@
 # from CMake" promises.
 file(REMOVE_RECURSE ${WORK})
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD} --prefix ${WORK}/prefix
-                RESULT_VARIABLE rc OUTPUT_QUIET)
+                RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "cmake --install failed")
+  message(FATAL_ERROR "cmake --install failed:\n${err}")
 endif()
 foreach(step
-    "${CMAKE_COMMAND};-S;${SRC};-B;${WORK}/build;-G;Ninja;-DCMAKE_CXX_COMPILER=${CXX};-DCMAKE_BUILD_TYPE=Release;-DCMAKE_PREFIX_PATH=${WORK}/prefix"
+    "${CMAKE_COMMAND};-S;${SRC};-B;${WORK}/build;-G;${GEN};-DCMAKE_CXX_COMPILER=${CXX};-DCMAKE_BUILD_TYPE=Release;-DCMAKE_PREFIX_PATH=${WORK}/prefix"
     "${CMAKE_COMMAND};--build;${WORK}/build"
     "${WORK}/build/consumer")
   execute_process(COMMAND ${step} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)

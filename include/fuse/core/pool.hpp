@@ -1,4 +1,5 @@
-// fuse/core/pool.hpp - a caching allocator for temporaries (eager mode), as a framework keeps one:
+// fuse/core/pool.hpp - a caching allocator for temporaries (eager mode; also the groups a fused
+// assignment computes first, and CUDA's split-reduction partials), as a framework keeps one:
 // freed blocks are kept by size and handed out again, so repeated runs do not page-fault; the idle
 // blocks it keeps are bounded.
 #pragma once
@@ -10,15 +11,16 @@
 
 #include "fuse/core/tensor.hpp"
 
-namespace fuse::detail {
-
-// Idle bytes the pool keeps at most (FUSE_POOL_CACHE_BYTES; default 1 GiB): beyond it the oldest
-// idle blocks go back to the allocator. Without a bound, eager runs over ever new sizes (varying
-// batch or sequence lengths) grew the process by every size seen (1.6 GB after 200 sizes of 8 MB;
-// a probe, 2026-12-02).
+// Idle bytes each pool (host, device) keeps at most (FUSE_POOL_CACHE_BYTES; default 1 GiB; set it
+// alike in every translation unit of a program): beyond it the oldest idle blocks go back to the
+// allocator, and a block larger than the bound is never kept (0 turns caching off). Without a
+// bound, eager runs over ever new sizes (varying batch or sequence lengths) grew the process by
+// every size seen (1.6 GB after 200 sizes of 8 MB; a probe, 2026-12-02).
 #ifndef FUSE_POOL_CACHE_BYTES
 #define FUSE_POOL_CACHE_BYTES (std::size_t(1) << 30)
 #endif
+
+namespace fuse::detail {
 
 template <class Alloc>
 class buffer_pool {
@@ -48,12 +50,13 @@ class buffer_pool {
   }
   void release(block b) {
     if (!b.p) return;
+    if (b.bytes > FUSE_POOL_CACHE_BYTES) return Alloc::deallocate(b.p);
     std::vector<void*> evicted;
     {
       std::lock_guard lock(mutex_);
       idle_.emplace(b.bytes, entry{b.p, ++clock_});
       idle_bytes_ += b.bytes;
-      while (idle_bytes_ > FUSE_POOL_CACHE_BYTES && idle_.size() > 1) {
+      while (idle_bytes_ > FUSE_POOL_CACHE_BYTES) {  // stops before the block just added: it fits alone
         auto oldest = idle_.begin();
         for (auto it = idle_.begin(); it != idle_.end(); ++it)
           if (it->second.stamp < oldest->second.stamp) oldest = it;

@@ -20,11 +20,13 @@ using compute_t = typename compute_type<T>::type;
 template <class T>
 inline constexpr bool is_floating_v = std::is_floating_point_v<compute_t<T>>;
 
-// What tensors hold and expressions compute: arithmetic types (bool included) and the 16-bit
-// floating types of CUDA builds. Storage is raw memory copied with memcpy, so a class type (a
+// What tensors hold and expressions compute: arithmetic types (bool included) and trivially
+// copyable number classes such as __half and __nv_bfloat16 (also in a host-only translation unit,
+// where fuse does not specialise compute_type for them: host code fills half tensors for a .cu
+// file). Storage is raw memory copied with memcpy, so a class such as std::string (a
 // cast<std::string>, a map returning a vector) would be used unconstructed.
 template <class T>
-inline constexpr bool is_element_v = std::is_arithmetic_v<T> || !std::is_same_v<compute_t<T>, T>;
+inline constexpr bool is_element_v = std::is_arithmetic_v<T> || (std::is_class_v<T> && std::is_trivially_copyable_v<T>);
 
 // Value type and weakness of an operand.
 template <class V, bool Weak>

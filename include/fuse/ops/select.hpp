@@ -96,7 +96,7 @@ auto where(C&& c, A&& a, B&& b) {
 template <class U, expression X>
 auto cast(X&& x) {
   static_assert(detail::is_element_v<U>,
-                "fuse::cast<U>: U must be an arithmetic type (or __half / __nv_bfloat16 in CUDA code)");
+                "fuse::cast<U>: U must be an arithmetic type (or a trivially copyable number class such as __half)");
   return make_map(fn::cast<U>{}, std::forward<X>(x));
 }
 
@@ -106,8 +106,8 @@ template <class F, operand... E>
   requires((expression<E> || ...) && std::is_invocable_v<const F&, typename detail::held_t<E>::value_type...>)
 auto map(F f, E&&... e) {
   static_assert(detail::is_element_v<std::remove_cvref_t<std::invoke_result_t<const F&, typename detail::held_t<E>::value_type...>>>,
-                "fuse::map: the callable must return an arithmetic value (or __half / __nv_bfloat16 in CUDA "
-                "code): tensors hold plain numbers");
+                "fuse::map: the callable must return an arithmetic value (or a trivially copyable number "
+                "class such as __half): tensors hold plain numbers");
   return make_map(fn::user<F>{f}, std::forward<E>(e)...);
 }
 

@@ -50,9 +50,10 @@ FUSE_INLINE Acc fold_pairwise(Acc* a, F f) {
 template <class Op, class Acc, bool Unit, bool Finite, class Ev, class Store, std::size_t R>
 Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean, const stream_prefetch<R>& pf) {
   constexpr int W = sizeof(Acc) >= 8 ? 16 : 32;  // two 64-byte registers of lanes
-  // Float sums (blocks combined in double): each lane's total of a chunk of 8 * W elements moves
-  // into `chunks`, so that no accumulator takes more than 16 additions in a row (a block of 4096
-  // float elements: 8 per chunk, then 16 chunk totals; before, 128). A float sum's rounding error
+  // Float sums, means and products (the ops whose blocks combine in double): each lane's total of a
+  // chunk of 8 * W elements moves into `chunks`, so that no accumulator takes more than 16
+  // operations in a row (at the default block of 4096 floats: 8 per chunk, then 16 chunk totals;
+  // before, 128). A float sum's rounding error
   // grows with the additions into one accumulator: on 2^25 equal terms it reached 1.9e-6 relative
   // (a probe, 2026-12-02) against the spec's 1e-6.
   constexpr bool by_chunks = !std::is_same_v<typename Op::template total_t<Acc>, Acc>;
