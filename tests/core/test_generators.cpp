@@ -218,6 +218,14 @@ TEST_CASE("take: an index out of range throws index_error before anything is wri
   std::vector<std::int32_t> i32 = {0, 9, 10, 1, 1};
   CHECK_THROWS_AS(y = fuse::take(table, fuse::view(i32)), fuse::index_error);
   check_all(y, [](const shape<2>&) { return double(sentinel<float>()); });
+  // Also when the result is empty (NumPy raises too): a table of empty rows, an empty broadcast.
+  fuse::tensor<float, 2> no_columns(5, 0);
+  std::vector<std::int32_t> past = {0, 4, 5};
+  CHECK_THROWS_AS(fuse::eval(fuse::take(no_columns, fuse::view(past))), fuse::index_error);
+  fuse::tensor<float, 3> nothing(0, 5, 4);
+  CHECK_THROWS_AS(fuse::eval(fuse::take(table, fuse::view(i32)) * nothing), fuse::index_error);
+  CHECK_THROWS_AS(fuse::assign(fuse::eager(fuse::cpu{}), nothing, fuse::take(table, fuse::view(i32)) + 1.f),
+                  fuse::index_error);
   // The boundary values are fine.
   std::vector<std::int32_t> okv = {0, 9, 9, 0, 5};
   y = fuse::take(table, fuse::view(okv));

@@ -100,6 +100,16 @@ TEST_CASE("tensor: copy and move are value semantics", "[core][tensor]") {
   CHECK(c.data() != a.data());
   check_same(c, a);
 
+  // The same shape: copied into the existing storage, so an expression (or a view) that holds the
+  // tensor stays valid (it read freed memory when every copy allocated).
+  auto held = c * 2.f;
+  const float* storage = c.data();
+  auto b2 = random_tensor<float, 2>({7, 9}, 13);
+  c = b2;
+  CHECK(c.data() == storage);
+  check_all(fuse::eval(held), [&](const shape<2>& i) { return 2.0 * at(b2, i); });
+  c = a;
+
   // Self-assignment keeps the contents.
   auto& cref = c;
   c = cref;

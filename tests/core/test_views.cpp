@@ -100,6 +100,15 @@ TEST_CASE("slice: step < 1 throws shape_error", "[core][views][errors]") {
   CHECK_THROWS_AS(fuse::slice<1>(x, 4, 0, -1), fuse::shape_error);
   CHECK_THROWS_AS(fuse::slice<-1>(x.view(), 0, 5, -2), fuse::shape_error);
   CHECK_NOTHROW(fuse::slice<1>(x, 0, 5, 1));
+  // A step beyond the range keeps one element, also near the top of index_t (b + step overflowed).
+  for (index_t step : {index_t{6}, index_t{1} << 62, std::numeric_limits<index_t>::max() - 1,
+                       std::numeric_limits<index_t>::max()}) {
+    CAPTURE(step);
+    auto s = fuse::slice<0>(x, 2, 4, step);
+    REQUIRE(s.shape() == shape<2>{1, 5});
+    check_all(fuse::eval(s * 1.f), [&](const shape<2>& i) { return at(x, shape<2>{2, i[1]}); });
+    CHECK(fuse::slice<1>(x, 3, 3, step).shape() == shape<2>{4, 0});
+  }
 }
 
 TEST_CASE("slice: composition, writes, and slices of strided views", "[core][views]") {
@@ -178,6 +187,24 @@ TEST_CASE("reshape: non-contiguous sources and wrong sizes throw shape_error", "
   CHECK_THROWS_AS(fuse::reshape(x, 7, 20), fuse::shape_error);
   CHECK_THROWS_AS(fuse::reshape(x, fuse::dyn, 7), fuse::shape_error);
   CHECK_THROWS_AS(fuse::reshape(x, fuse::dyn, fuse::dyn), fuse::shape_error);
+  CHECK_THROWS_WITH(fuse::reshape(x, -2, -60), Catch::Matchers::Contains("[-2, -60]"));
+
+  // Empty sources are contiguous whatever their strides (NumPy: x[:, 3:3].reshape(0)).
+  auto none = fuse::reshape(fuse::slice<1>(x, 3, 3), 0);
+  CHECK(none.shape() == shape<1>{0});
+  CHECK(fuse::reshape(fuse::transpose(fuse::slice<0>(x, 2, 2)), 5, 0, 4).shape() == shape<3>{5, 0, 4});
+  CHECK(fuse::reshape(fuse::slice<1>(x, 3, 3), fuse::dyn, 3).shape() == shape<2>{0, 3});
+  // fuse::dyn beside an extent of 0 could be anything (NumPy raises too).
+  CHECK_THROWS_AS(fuse::reshape(fuse::slice<1>(x, 3, 3), 0, fuse::dyn), fuse::shape_error);
+}
+
+TEST_CASE("view: a negative extent throws shape_error naming it", "[core][views][errors]") {
+  std::vector<float> buf(8);
+  CHECK_THROWS_WITH(fuse::view(buf.data(), 2, -2), Catch::Matchers::Contains("[2, -2]"));
+  CHECK_THROWS_AS(fuse::view(buf.data(), shape<2>{-1, 4}, shape<2>{4, 1}), fuse::shape_error);
+  CHECK_THROWS_AS(fuse::view(buf.data(), fuse::extents<fuse::dyn, 4>{-3}), fuse::shape_error);
+  CHECK_THROWS_WITH((fuse::tensor<float, 1>(-1)), Catch::Matchers::Contains("[-1]"));
+  CHECK(fuse::view(buf.data(), 2, 0).size() == 0);
 }
 
 TEST_CASE("squeeze/unsqueeze of views give writable views", "[core][views][squeeze]") {

@@ -518,3 +518,19 @@ TEST_CASE("integer + - * and reductions wrap modulo 2^N, as NumPy", "[ops][arith
     CHECK(fuse::eval(fuse::eager(exec), fuse::sum(big)) == std::int64_t(s));
   }
 }
+
+TEST_CASE("integer pow with a negative exponent truncates toward zero", "[ops][select][types]") {
+  // NumPy raises; fuse cannot throw inside a kernel and gives a^b rounded toward zero.
+  fuse::tensor<std::int32_t, 1> a(9);
+  const std::int32_t base[] = {1, -1, 2, -2, 0, 7, -1, 1, 3};
+  for (index_t i = 0; i < 9; ++i) a(i) = base[i];
+  for (std::int32_t e : {-1, -2, -3, std::numeric_limits<std::int32_t>::min()}) {
+    CAPTURE(e);
+    const auto p = fuse::eval(fuse::pow(a, e));
+    for (index_t i = 0; i < 9; ++i) {
+      const std::int32_t want = base[i] == 1 ? 1 : base[i] == -1 ? ((e & 1) ? -1 : 1) : 0;
+      REQUIRE(p(i) == want);
+    }
+  }
+  CHECK(fuse::eval(fuse::pow(a, 3))(3) == -8);  // positive exponents as before
+}

@@ -129,6 +129,16 @@ TEST_CASE("plan numbers: broadcast rows, columns, stride-0 views and slices coun
     CHECK(f2.bytes_read == 6 * sz<float>);
     auto [f3, e3] = plans(fuse::slice<1>(x, 0, n - 1, 2) + fuse::slice<1>(x, 1, n, 2));
     CHECK(f3.bytes_read == m * (n - 1) * sz<float>);  // the two slices: distinct, within x
+    // Partly overlapping sparse slices count their union: columns {0, 1, 2} and {0, 2, 4} of
+    // [8, 6] are 4 columns (the larger footprint gave 3), {1, 2, 3} and {3, 4, 5} are 5 (the
+    // byte range from (0, 1) to (7, 5) gave 47 elements).
+    fuse::tensor<float, 2> z(8, 6);
+    auto [f5, e5] = plans(fuse::slice<1>(z, 0, 3) + fuse::slice<1>(z, 0, 6, 2));
+    CHECK(f5.bytes_read == 8 * 4 * sz<float>);
+    auto [f6, e6] = plans(fuse::slice<1>(z, 1, 4) + fuse::slice<1>(z, 3, 6));
+    CHECK(f6.bytes_read == 8 * 5 * sz<float>);
+    auto [f7, e7] = plans(z + fuse::slice<1>(z, 2, 3));  // z covers the (sparse) column
+    CHECK(f7.bytes_read == 8 * 6 * sz<float>);
     // Disjoint buffers still add: x and a slice of another tensor.
     fuse::tensor<float, 2> y(m, n);
     auto [f4, e4] = plans(x + fuse::slice<0>(y, 0, m));

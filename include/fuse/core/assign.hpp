@@ -13,6 +13,7 @@
 #include "fuse/core/map_expr.hpp"
 #include "fuse/core/row_iteration.hpp"
 #include "fuse/core/squeeze.hpp"
+#include "fuse/ops/select.hpp"
 #include "fuse/plan/fusion.hpp"
 
 namespace fuse {
@@ -95,19 +96,35 @@ void run_checked(const Exec& exec, It& it, const auto& rerun_via_temporary) {
 
 // Throws unless e can be written into dst; true if there is nothing to write. Then nothing is read
 // either, so a reduction inside without an identity (softmax's max over [3, 0], whose result is
-// [3, 0]) is no error (PyTorch gives the empty result too).
+// [3, 0]) is no error (PyTorch gives the empty result too). take's indices are checked all the
+// same (NumPy raises for an index out of range when the result is empty too).
 template <class Dst, class E>
 bool checked_empty(const Dst& dst, const E& e) {
   check_writable(dst);
   if (!assignable(dst.shape, e.shape()))
     throw shape_error("fuse::assign: cannot assign an expression of shape " + format_shape(e.shape()) +
                       " to a destination of shape " + format_shape(dst.shape));
+  validate(e);
   return shape_size(dst.shape) == 0;
 }
 
-// One fused group of expression e (already held) into destination view/tensor d.
+template <class Exec, class D, class E>
+void assign_fused_as_is(const Exec& exec, D&& d, const E& e);
+
+// One fused group of expression e (already held) into destination view/tensor d. A floating
+// expression into an integer destination is converted as fuse::cast converts (saturating, NaN to
+// 0: math/convert.hpp), not by the store's plain conversion, which is undefined out of range.
 template <class Exec, class D, class E>
 void assign_fused(const Exec& exec, D&& d, const E& e) {
+  using Out = std::remove_cvref_t<decltype(*d.data())>;
+  if constexpr (math::saturating_conversion_v<Out, typename E::value_type>)
+    assign_fused_as_is(exec, std::forward<D>(d), fuse::cast<Out>(e));
+  else
+    assign_fused_as_is(exec, std::forward<D>(d), e);
+}
+
+template <class Exec, class D, class E>
+void assign_fused_as_is(const Exec& exec, D&& d, const E& e) {
   static_assert(spaces_compatible(Exec::space, E::space),
                 "fuse::assign: the executor and the expression's memory are in different spaces "
                 "(host leaves need fuse::cpu, device leaves fuse::cuda)");
@@ -115,7 +132,6 @@ void assign_fused(const Exec& exec, D&& d, const E& e) {
                 "fuse::assign: the destination's memory is not in the executor's space");
   auto dst = destination_of(d);
   if (checked_empty(dst, e)) return;
-  validate(e);
   auto via_temporary = [&] {
     tensor_for<Exec, typename E::value_type, E::rank> tmp(e.shape());
     assign_fused(exec, tmp, e);

@@ -32,7 +32,7 @@ std::string format_shape(const std::array<index_t, R>& s) {
   std::string out = "[";
   for (std::size_t i = 0; i < R; ++i) {
     if (i) out += ", ";
-    out += s[i] == dyn ? std::string("dyn") : std::to_string(s[i]);
+    out += std::to_string(s[i]);  // run-time extents: -1 is an error to show, not fuse::dyn
   }
   return out + "]";
 }

@@ -27,7 +27,37 @@ auto destination_of(D& d) {
   return destination<T, std::remove_cvref_t<D>::rank>{d.data(), d.shape(), d.strides()};
 }
 
-// Several elements on one address cannot be written (a stride of 0 on an axis of extent > 1).
+// Above this many elements a destination that fails the quick test below is not listed out.
+inline constexpr index_t overlap_listing_limit = index_t(1) << 24;
+
+// True if two elements of a (non-empty) strided array share an address. Sorted by stride, an axis
+// whose stride exceeds the farthest offset the smaller axes reach cannot meet them: that settles
+// every layout that slicing, transposing and reshaping make. Other layouts (strides {2, 3} over
+// [3, 3] overlap nowhere, {1, 1} over [6, 3] does) have their offsets listed and compared.
+template <std::size_t R>
+bool self_overlapping(const shape_t<R>& shape, const shape_t<R>& strides) {
+  std::array<std::array<index_t, 2>, R> axes{};  // {|stride|, extent} of the axes of extent > 1
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < R; ++i)
+    if (shape[i] > 1) axes[n++] = {strides[i] < 0 ? -strides[i] : strides[i], shape[i]};
+  std::sort(axes.begin(), axes.begin() + n);
+  index_t reach = 0;
+  std::size_t k = 0;
+  for (; k < n && axes[k][0] > reach; ++k) reach += axes[k][0] * (axes[k][1] - 1);
+  if (k == n) return false;
+  if (shape_size(shape) > overlap_listing_limit) return false;  // not proven; see docs/design.md §7
+  std::vector<index_t> offsets{0};
+  for (std::size_t a = 0; a < n; ++a) {  // every offset, axis by axis
+    const std::size_t m = offsets.size();
+    for (index_t j = 1; j < axes[a][1]; ++j)
+      for (std::size_t i = 0; i < m; ++i) offsets.push_back(offsets[i] + j * axes[a][0]);
+  }
+  std::sort(offsets.begin(), offsets.end());
+  return std::adjacent_find(offsets.begin(), offsets.end()) != offsets.end();
+}
+
+// Several elements on one address cannot be written: a stride of 0 on an axis of extent > 1, or
+// strides that make two elements meet (a sliding window view(p, {6, 3}, {1, 1})).
 template <class T, std::size_t R>
 void check_writable(const destination<T, R>& d) {
   for (std::size_t i = 0; i < R; ++i)
@@ -36,6 +66,9 @@ void check_writable(const destination<T, R>& d) {
     if (d.strides[i] == 0 && d.shape[i] > 1)
       throw shape_error("fuse::assign: the destination " + format_shape(d.shape) +
                         " has stride 0 on axis " + std::to_string(i) + " (several elements on one address)");
+  if (self_overlapping(d.shape, d.strides))
+    throw shape_error("fuse::assign: the destination " + format_shape(d.shape) + " with strides " +
+                      format_shape(d.strides) + " puts several elements on one address");
 }
 
 // The execution rank: at least 1, so a rank-0 destination is one row of one element.

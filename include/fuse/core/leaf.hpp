@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstring>
+#include <vector>
 
 #include "fuse/core/evaluator.hpp"
 #include "fuse/core/expression.hpp"
@@ -41,6 +42,10 @@ struct leaf_info {
   // The bytes [data + lo, data + hi) hold them all (lo == hi: no bound given, as for take, whose
   // rows count once per index). Overlapping leaves of one buffer (two slices of x) share them.
   std::ptrdiff_t lo = 0, hi = 0;
+  // The layout, so that the plan can count the union of overlapping leaves exactly: the element
+  // size and {extent, stride in bytes} of every axis that moves (extent > 1, stride != 0).
+  index_t element_bytes = 0;
+  std::vector<std::array<index_t, 2>> axes{};
 };
 
 template <std::size_t L>

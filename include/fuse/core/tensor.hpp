@@ -67,8 +67,12 @@ class basic_tensor : public detail::expr_tag {
   basic_tensor(basic_tensor&& o) noexcept(Rank > 0) : data_(std::move(o.data_)), shape_(std::exchange(o.shape_, shape_t<Rank>{})) {
     if constexpr (Rank == 0) o.data_.reset(static_cast<T*>(Alloc::allocate(sizeof(T))));
   }
+  // Same shape: copied into the existing storage, so expressions and views that hold this tensor
+  // stay valid (as std::vector keeps its buffer). A move, or a copy of another shape, replaces it.
   basic_tensor& operator=(const basic_tensor& o) {
-    if (this != &o) *this = basic_tensor(o);
+    if (this == &o) return *this;
+    if (shape_ == o.shape_ && data_) Alloc::copy(data(), o.data(), bytes());
+    else *this = basic_tensor(o);
     return *this;
   }
   basic_tensor& operator=(basic_tensor&& o) noexcept {

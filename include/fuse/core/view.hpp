@@ -75,9 +75,15 @@ class basic_view : public detail::expr_tag {
   }
   template <class F>
   void visit_leaves(F&& f) const {
-    const auto range = detail::offset_range(shape(), strides());  // {0, -1} when empty
-    f(detail::leaf_info{data_, detail::footprint_elements(shape(), strides()) * index_t(sizeof(T)), Space,
-                        range[0] * std::ptrdiff_t(sizeof(T)), (range[1] + 1) * std::ptrdiff_t(sizeof(T))});
+    const auto s = shape();
+    const auto st = strides();
+    const auto range = detail::offset_range(s, st);  // {0, -1} when empty
+    detail::leaf_info l{data_, detail::footprint_elements(s, st) * index_t(sizeof(T)), Space,
+                        range[0] * std::ptrdiff_t(sizeof(T)), (range[1] + 1) * std::ptrdiff_t(sizeof(T)),
+                        index_t(sizeof(T))};
+    for (std::size_t d = 0; d < rank; ++d)
+      if (s[d] > 1 && st[d] != 0) l.axes.push_back({s[d], st[d] * index_t(sizeof(T))});
+    f(l);
   }
 
  private:
@@ -93,17 +99,30 @@ using strided_view = basic_view<T, dextents<R>, true, S>;
 
 // --- fuse::view(...) ---
 
+namespace detail {
+// Extents given at run time; a negative one is an error, not an empty view.
+template <std::size_t R>
+constexpr const shape_t<R>& checked_view_shape(const shape_t<R>& s) {
+  for (auto e : s)
+    if (e < 0) throw shape_error("fuse::view: negative extent in " + format_shape(s));
+  return s;
+}
+}  // namespace detail
+
 template <class T, std::integral... I>
 constexpr auto view(T* data, I... e) {
-  return basic_view<T, dextents<sizeof...(I)>>(data, dextents<sizeof...(I)>{static_cast<index_t>(e)...});
+  constexpr std::size_t R = sizeof...(I);
+  return basic_view<T, dextents<R>>(data, detail::extents_from_shape<R, dextents<R>>(
+                                              detail::checked_view_shape(shape_t<R>{static_cast<index_t>(e)...})));
 }
 template <class T, index_t... E>
 constexpr auto view(T* data, const extents<E...>& ext) {
+  detail::checked_view_shape(ext.shape());
   return basic_view<T, extents<E...>>(data, ext);
 }
 template <class T, std::size_t R>
 constexpr auto view(T* data, const shape_t<R>& shape, const shape_t<R>& strides) {
-  return strided_view<T, R>(data, detail::extents_from_shape<R, dextents<R>>(shape), strides);
+  return strided_view<T, R>(data, detail::extents_from_shape<R, dextents<R>>(detail::checked_view_shape(shape)), strides);
 }
 template <class T, std::size_t N>
 constexpr auto view(std::span<T, N> s) {
@@ -116,6 +135,12 @@ constexpr auto view(std::vector<T, A>& v) {
 template <class T, class A>
 constexpr auto view(const std::vector<T, A>& v) {
   return view(v.data(), static_cast<index_t>(v.size()));
+}
+// A view of a temporary vector would dangle as soon as the full expression ends.
+template <class T, class A>
+auto view(std::vector<T, A>&& v) {  // auto: the body, and so the message, is seen first
+  static_assert(sizeof(T) == 0, "fuse::view: the std::vector is a temporary, so its view would dangle; name the vector first");
+  return view(v);
 }
 
 namespace detail {

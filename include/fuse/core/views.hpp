@@ -85,7 +85,7 @@ constexpr auto slice(V&& v, index_t begin, index_t end, index_t step = 1) {
   const index_t n = shape[k];
   auto clampi = [n](index_t i) { return std::clamp<index_t>(i < 0 ? i + n : i, 0, n); };
   const index_t b = clampi(begin), e = std::max(clampi(end), clampi(begin));
-  shape[k] = (e - b + step - 1) / step;
+  shape[k] = e > b ? 1 + (e - b - 1) / step : 0;  // not (e - b + step - 1) / step: overflows for huge steps
   const index_t offset = shape[k] > 0 ? b * strides[k] : 0;
   strides[k] *= step;
   return detail::make_strided(std::forward<V>(v), offset, shape, strides);
@@ -99,10 +99,12 @@ constexpr auto reshape(V&& v, I... e) {
   constexpr std::size_t N = sizeof...(I);
   const auto shape = v.shape();
   const auto strides = v.strides();
-  // Contiguous: every axis of extent > 1 has the row-major stride of the axes after it.
+  // Contiguous: every axis of extent > 1 has the row-major stride of the axes after it. An empty
+  // source is contiguous whatever its strides (NumPy: x[:, 3:3].reshape(0)).
+  const bool empty = shape_size(shape) == 0;
   index_t expect = 1;
   for (std::size_t d = R; d-- > 0;) {
-    if (shape[d] != 1 && strides[d] != expect)
+    if (!empty && shape[d] != 1 && strides[d] != expect)
       throw shape_error("fuse::reshape: the source " + detail::format_shape(shape) + " is not contiguous");
     expect *= shape[d];
   }
@@ -115,12 +117,16 @@ constexpr auto reshape(V&& v, I... e) {
       if (inferred >= 0) throw shape_error("fuse::reshape: only one extent may be fuse::dyn");
       inferred = static_cast<int>(i);
     } else if (s[i] < 0) {
-      throw shape_error("fuse::reshape: negative extent in " + detail::format_shape(s) + " (only fuse::dyn is inferred)");
+      throw shape_error("fuse::reshape: negative extent in " + detail::format_shape(s) + " (only fuse::dyn, -1, is inferred)");
     } else {
       known *= s[i];
     }
   }
-  if (inferred >= 0) s[inferred] = known == 0 ? 0 : total / known;
+  if (inferred >= 0) {
+    if (known == 0)  // NumPy: "the unspecified dimension size -1 can be any value and is ambiguous"
+      throw shape_error("fuse::reshape: fuse::dyn (-1) in " + detail::format_shape(s) + " is ambiguous beside an extent of 0");
+    s[inferred] = total / known;
+  }
   if (shape_size(s) != total)
     throw shape_error("fuse::reshape: cannot view " + detail::format_shape(shape) + " as " + detail::format_shape(s));
   auto base = detail::as_view(v);

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "fuse/math/convert.hpp"
 #include "fuse/ops/arith.hpp"
 
 namespace fuse {
@@ -44,12 +45,18 @@ struct pow {
   template <class T>
   FUSE_HOST_DEVICE FUSE_INLINE T operator()(T a, T b) const {
     if constexpr (std::is_integral_v<T>) {  // integer power by squaring, as NumPy
+      if (b < 0) {  // NumPy raises; fuse gives a^b truncated toward zero (0 for a = 0)
+        if (a == T(1)) return T(1);
+        if constexpr (std::is_signed_v<T>)
+          if (a == T(-1)) return (b & 1) ? T(-1) : T(1);
+        return T(0);
+      }
       T r = 1;
       for (T e = b; e > 0; e >>= 1) {
         if (e & 1) r = T(math::wrapping_mul(r, a));  // wraps, as NumPy
         if (e > 1) a = T(math::wrapping_mul(a, a));
       }
-      return b < 0 ? T(0) : r;
+      return r;
     } else {
       using std::pow;
       return pow(a, b);
@@ -62,7 +69,7 @@ struct cast {
   static constexpr int flops = 0;
   using promotion = fuse::promotion::none;
   template <class T>
-  FUSE_HOST_DEVICE FUSE_INLINE U operator()(T x) const { return static_cast<U>(x); }
+  FUSE_HOST_DEVICE FUSE_INLINE U operator()(T x) const { return math::convert<U>(x); }
 };
 
 // A user callable, applied elementwise with operands as they are.
@@ -109,6 +116,17 @@ auto map(F f, E&&... e) {
                 "fuse::map: the callable must return an arithmetic value (or a trivially copyable number "
                 "class such as __half): tensors hold plain numbers");
   return make_map(fn::user<F>{f}, std::forward<E>(e)...);
+}
+// A callable that only a non-const object can call (a mutable lambda): a clear error, not "no
+// matching function".
+template <class F, operand... E>
+  requires((expression<E> || ...) && !std::is_invocable_v<const F&, typename detail::held_t<E>::value_type...> &&
+           std::is_invocable_v<F&, typename detail::held_t<E>::value_type...>)
+auto map(F, E&&...) {
+  static_assert(sizeof(F) == 0,
+                "fuse::map: the callable must be callable as const (no mutable lambda, no non-const operator()): "
+                "it is copied into the kernel and runs on several threads at once");
+  return 0;
 }
 
 }  // namespace fuse

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <iomanip>
 #include <map>
@@ -57,44 +58,90 @@ inline std::string format_bytes(index_t b) {
 
 // Names leaves x0, x1, ... by their memory, and sums the distinct bytes they occupy.
 struct leaf_table {
+  // One way of reading a buffer: the bytes [lo, hi) that hold it, and its layout.
+  struct footprint {
+    std::uintptr_t lo, hi;
+    index_t bytes;
+    std::uintptr_t base;
+    index_t element_bytes;
+    std::vector<std::array<index_t, 2>> axes;
+    bool dense() const { return bytes == index_t(hi - lo); }
+    bool operator==(const footprint&) const = default;
+  };
   struct entry {
     std::size_t number;
-    index_t bytes;
-    std::uintptr_t lo, hi;  // the bytes that hold them (lo == hi: unbounded)
+    index_t bytes = 0;       // the largest footprint (what an unbounded entry counts)
+    bool unbounded = false;  // read without a bound (take: rows once per index)
+    std::vector<footprint> ways;
   };
   std::map<const void*, entry> seen;
 
   std::string name(const leaf_info& l) {
     const auto at = reinterpret_cast<std::uintptr_t>(l.data);
-    const entry e{seen.size(), l.bytes, at + l.lo, at + l.hi};
-    auto [it, fresh] = seen.try_emplace(l.data, e);
-    if (!fresh) {  // the same memory read another way (x and transpose(x)): the larger footprint
-      auto& old = it->second;
-      old.bytes = std::max(old.bytes, l.bytes);
-      if (old.lo == old.hi || e.lo == e.hi) old.lo = old.hi = 0;
-      else old.lo = std::min(old.lo, e.lo), old.hi = std::max(old.hi, e.hi);
+    auto [it, fresh] = seen.try_emplace(l.data, entry{seen.size(), 0, false, {}});
+    auto& e = it->second;
+    e.bytes = std::max(e.bytes, l.bytes);
+    if (l.lo == l.hi) {
+      e.unbounded = true;
+    } else {
+      footprint f{at + l.lo, at + l.hi, l.bytes, at, l.element_bytes, l.axes};
+      if (std::find(e.ways.begin(), e.ways.end(), f) == e.ways.end()) e.ways.push_back(std::move(f));
     }
     std::string n(1, 'x');  // not "x" + to_string(...): GCC 12 -O3 warns (false -Wrestrict, PR 105329)
-    n += std::to_string(it->second.number);
+    n += std::to_string(e.number);
     return n;
   }
 
-  // Leaves whose byte ranges overlap (slices of one buffer) count at most their ranges' union.
+  // Footprints whose byte ranges overlap (x and transpose(x), two slices of x) count their union.
   index_t bytes() const {
-    std::vector<entry> ranged;
+    std::vector<const footprint*> ranged;
     index_t b = 0;
     for (auto& [p, e] : seen) {
-      if (e.lo == e.hi) b += e.bytes;
-      else ranged.push_back(e);
+      if (e.unbounded) b += e.bytes;
+      else for (auto& f : e.ways) ranged.push_back(&f);
     }
-    std::sort(ranged.begin(), ranged.end(), [](const entry& a, const entry& c) { return a.lo < c.lo; });
+    std::sort(ranged.begin(), ranged.end(), [](const footprint* a, const footprint* c) { return a->lo < c->lo; });
     for (std::size_t i = 0; i < ranged.size();) {
-      index_t sum = 0;
-      std::uintptr_t lo = ranged[i].lo, hi = ranged[i].hi;
-      for (; i < ranged.size() && ranged[i].lo < hi; ++i) sum += ranged[i].bytes, hi = std::max(hi, ranged[i].hi);
-      b += std::min<index_t>(sum, index_t(hi - lo));
+      const std::size_t first = i;
+      std::uintptr_t hi = ranged[i]->hi;
+      for (++i; i < ranged.size() && ranged[i]->lo < hi; ++i) hi = std::max(hi, ranged[i]->hi);
+      b += union_bytes({ranged.begin() + std::ptrdiff_t(first), ranged.begin() + std::ptrdiff_t(i)}, ranged[first]->lo, hi);
     }
     return b;
+  }
+
+ private:
+  // Above this many elements, overlapping sparse footprints are bounded, not counted.
+  static constexpr index_t counting_limit = index_t(1) << 24;
+
+  // The distinct bytes of footprints whose ranges chain into [lo, hi).
+  static index_t union_bytes(const std::vector<const footprint*>& g, std::uintptr_t lo, std::uintptr_t hi) {
+    const index_t span = index_t(hi - lo);
+    index_t sum = 0, elements = 0;
+    bool all_dense = true;
+    for (auto* f : g) {
+      sum += f->bytes;
+      elements += f->bytes / f->element_bytes;
+      all_dense = all_dense && f->dense();
+    }
+    // Dense ranges that chain cover the span; one sparse footprint is its own bytes.
+    if (all_dense) return span;
+    if (g.size() == 1 && sum <= span) return sum;
+    if (elements > counting_limit) return std::min(sum, span);
+    std::vector<bool> touched(std::size_t(span), false);
+    for (auto* f : g) {
+      const std::size_t n = f->axes.size();
+      std::vector<index_t> idx(n, 0);
+      while (true) {  // every element, odometer order
+        std::ptrdiff_t off = std::ptrdiff_t(f->base - lo);
+        for (std::size_t d = 0; d < n; ++d) off += idx[d] * f->axes[d][1];
+        for (index_t k = 0; k < f->element_bytes; ++k) touched[std::size_t(off + k)] = true;
+        std::size_t d = n;
+        while (d > 0 && ++idx[d - 1] == f->axes[d - 1][0]) idx[--d] = 0;
+        if (d == 0) break;
+      }
+    }
+    return index_t(std::count(touched.begin(), touched.end(), true));
   }
 };
 

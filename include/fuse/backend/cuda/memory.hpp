@@ -37,15 +37,18 @@ using device_tensor = basic_tensor<T, Rank, detail::device_allocator>;
 
 template <class T, std::integral... I>
 constexpr auto device_view(T* data, I... e) {
-  return basic_view<T, dextents<sizeof...(I)>, false, memory_space::device>(data, dextents<sizeof...(I)>{static_cast<index_t>(e)...});
+  constexpr std::size_t R = sizeof...(I);
+  return basic_view<T, dextents<R>, false, memory_space::device>(
+      data, detail::extents_from_shape<R, dextents<R>>(detail::checked_view_shape(shape_t<R>{static_cast<index_t>(e)...})));
 }
 template <class T, index_t... E>
 constexpr auto device_view(T* data, const extents<E...>& ext) {
+  detail::checked_view_shape(ext.shape());
   return basic_view<T, extents<E...>, false, memory_space::device>(data, ext);
 }
 template <class T, std::size_t R>
 constexpr auto device_view(T* data, const shape_t<R>& shape, const shape_t<R>& strides) {
-  return strided_view<T, R, memory_space::device>(data, detail::extents_from_shape<R, dextents<R>>(shape), strides);
+  return strided_view<T, R, memory_space::device>(data, detail::extents_from_shape<R, dextents<R>>(detail::checked_view_shape(shape)), strides);
 }
 
 namespace detail {
