@@ -177,6 +177,16 @@ TEST_CASE("plan numbers: take counts the rows it gathers", "[plan][bytes][take]"
     CHECK(f.bytes_read == 12 * d * sz<float> + 12 * sz<std::int64_t>);
     CHECK(f.bytes_written == 12 * d * sz<float>);
   }
+  {
+    // Two gathers from one table with their own indices add their rows (the second merged into
+    // the first); the same gather used twice counts once.
+    fuse::tensor<std::int32_t, 1> other(k);
+    for (index_t i = 0; i < k; ++i) other(i) = std::int32_t(vocab - 1 - i);
+    auto [f, e] = plans(fuse::take(table, idx) + fuse::take(table, other));
+    CHECK(f.bytes_read == 2 * (k * d * sz<float> + k * sz<std::int32_t>));
+    auto [f2, e2] = plans(fuse::take(table, idx) * fuse::take(table, idx));
+    CHECK(f2.bytes_read == k * d * sz<float> + k * sz<std::int32_t>);
+  }
 }
 
 TEST_CASE("plan numbers: output and input types set the bytes", "[plan][bytes][types]") {

@@ -20,12 +20,15 @@ namespace fuse {
 
 namespace detail {
 
-template <class E>
+// What must hold before anything runs: take's indices are in range, and (Reductions) max/min
+// have elements to reduce. An empty result reads nothing, so it checks the indices alone.
+template <bool Reductions, class E>
 void validate(const E& e) {
-  if constexpr (requires { e.validate(); }) e.validate();
-  if constexpr (requires { e.args; }) for_each(e.args, [](const auto& a) { validate(a); });
-  if constexpr (is_reduce_v<E>) validate(e.child);
-  if constexpr (is_squeezed_v<E>) validate(e.inner);
+  if constexpr (requires { e.validate(); })
+    if constexpr (Reductions || !is_reduce_v<E>) e.validate();
+  if constexpr (requires { e.args; }) for_each(e.args, [](const auto& a) { validate<Reductions>(a); });
+  if constexpr (is_reduce_v<E>) validate<Reductions>(e.child);
+  if constexpr (is_squeezed_v<E>) validate<Reductions>(e.inner);
 }
 
 template <class X>
@@ -104,8 +107,10 @@ bool checked_empty(const Dst& dst, const E& e) {
   if (!assignable(dst.shape, e.shape()))
     throw shape_error("fuse::assign: cannot assign an expression of shape " + format_shape(e.shape()) +
                       " to a destination of shape " + format_shape(dst.shape));
-  validate(e);
-  return shape_size(dst.shape) == 0;
+  const bool empty = shape_size(dst.shape) == 0;
+  if (empty) validate<false>(e);
+  else validate<true>(e);
+  return empty;
 }
 
 template <class Exec, class D, class E>

@@ -150,7 +150,9 @@ struct take_expr : detail::expr_tag {
     // take reads indices.size() rows of the table.
     const index_t row_bytes = shape_size(table.shape()) / std::max<index_t>(table.extent(0), 1) *
                               index_t(sizeof(value_type));
-    f(detail::leaf_info{table.data(), shape_size(indices.shape()) * row_bytes, Table::space});
+    detail::leaf_info rows{table.data(), shape_size(indices.shape()) * row_bytes, Table::space};
+    rows.picked_by = indices.data();  // two takes of one table with other indices add their rows
+    f(rows);
     indices.visit_leaves(f);
   }
 };

@@ -46,6 +46,7 @@ struct leaf_info {
   // size and {extent, stride in bytes} of every axis that moves (extent > 1, stride != 0).
   index_t element_bytes = 0;
   std::vector<std::array<index_t, 2>> axes{};
+  const void* picked_by = nullptr;  // take: the indices that pick the rows (no bound)
 };
 
 template <std::size_t L>

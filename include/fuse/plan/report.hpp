@@ -70,19 +70,20 @@ struct leaf_table {
   };
   struct entry {
     std::size_t number;
-    index_t bytes = 0;       // the largest footprint (what an unbounded entry counts)
-    bool unbounded = false;  // read without a bound (take: rows once per index)
+    index_t bytes = 0;  // the largest footprint (what an entry read without a bound counts)
+    std::map<const void*, index_t> gathers;  // take: rows once per index, by the indices' memory
     std::vector<footprint> ways;
   };
   std::map<const void*, entry> seen;
 
   std::string name(const leaf_info& l) {
     const auto at = reinterpret_cast<std::uintptr_t>(l.data);
-    auto [it, fresh] = seen.try_emplace(l.data, entry{seen.size(), 0, false, {}});
+    auto [it, fresh] = seen.try_emplace(l.data, entry{seen.size(), 0, {}, {}});
     auto& e = it->second;
     e.bytes = std::max(e.bytes, l.bytes);
     if (l.lo == l.hi) {
-      e.unbounded = true;
+      auto& g = e.gathers[l.picked_by];
+      g = std::max(g, l.bytes);
     } else {
       footprint f{at + l.lo, at + l.hi, l.bytes, at, l.element_bytes, l.axes};
       if (std::find(e.ways.begin(), e.ways.end(), f) == e.ways.end()) e.ways.push_back(std::move(f));
@@ -97,8 +98,13 @@ struct leaf_table {
     std::vector<const footprint*> ranged;
     index_t b = 0;
     for (auto& [p, e] : seen) {
-      if (e.unbounded) b += e.bytes;
-      else for (auto& f : e.ways) ranged.push_back(&f);
+      if (!e.gathers.empty()) {  // take's rows, once per index of each distinct indices array; a
+        index_t rows = 0;          // table also read as a view counts at least that view
+        for (auto& [indices, bytes] : e.gathers) rows += bytes;
+        b += std::max(rows, e.bytes);
+      } else {
+        for (auto& f : e.ways) ranged.push_back(&f);
+      }
     }
     std::sort(ranged.begin(), ranged.end(), [](const footprint* a, const footprint* c) { return a->lo < c->lo; });
     for (std::size_t i = 0; i < ranged.size();) {
