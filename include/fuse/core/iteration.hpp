@@ -40,7 +40,8 @@ bool self_overlapping(const shape_t<R>& shape, const shape_t<R>& strides) {
   std::size_t n = 0;
   for (std::size_t i = 0; i < R; ++i)
     if (shape[i] > 1) axes[n++] = {strides[i] < 0 ? -strides[i] : strides[i], shape[i]};
-  std::sort(axes.begin(), axes.begin() + n);
+  for (std::size_t i = 1; i < n; ++i)  // insertion sort: std::sort drew a false g++ 12 -Warray-bounds
+    for (std::size_t j = i; j > 0 && axes[j - 1][0] > axes[j][0]; --j) std::swap(axes[j - 1], axes[j]);
   index_t reach = 0;
   std::size_t k = 0;
   for (; k < n && axes[k][0] > reach; ++k) reach += axes[k][0] * (axes[k][1] - 1);
