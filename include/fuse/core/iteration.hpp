@@ -46,7 +46,7 @@ bool self_overlapping(const shape_t<R>& shape, const shape_t<R>& strides) {
   std::size_t k = 0;
   for (; k < n && axes[k][0] > reach; ++k) reach += axes[k][0] * (axes[k][1] - 1);
   if (k == n) return false;
-  if (shape_size(shape) > overlap_listing_limit) return false;  // not proven; see docs/design.md §7
+  if (shape_size(shape) > overlap_listing_limit) return false;  // not checked: docs/design.md §7
   std::vector<index_t> offsets{0};
   for (std::size_t a = 0; a < n; ++a) {  // every offset, axis by axis
     const std::size_t m = offsets.size();

@@ -87,7 +87,7 @@ constexpr auto slice(V&& v, index_t begin, index_t end, index_t step = 1) {
   const index_t b = clampi(begin), e = std::max(clampi(end), clampi(begin));
   shape[k] = e > b ? 1 + (e - b - 1) / step : 0;  // not (e - b + step - 1) / step: overflows for huge steps
   const index_t offset = shape[k] > 0 ? b * strides[k] : 0;
-  strides[k] *= step;
+  if (shape[k] > 1) strides[k] *= step;  // then step < n: no overflow (one element: stride unused)
   return detail::make_strided(std::forward<V>(v), offset, shape, strides);
 }
 

@@ -14,14 +14,21 @@
 
 namespace fuse::math {
 
+// Floating types, __half and __nv_bfloat16 included (number classes that convert to float).
+template <class T>
+inline constexpr bool floating_like_v =
+    std::is_floating_point_v<T> || (std::is_class_v<T> && std::is_convertible_v<T, float>);
+
 // True where convert<To>(From) needs the saturating form.
 template <class To, class From>
 inline constexpr bool saturating_conversion_v =
-    std::is_integral_v<To> && !std::is_same_v<To, bool> && std::is_floating_point_v<From>;
+    std::is_integral_v<To> && !std::is_same_v<To, bool> && floating_like_v<From>;
 
 template <class To, class From>
 FUSE_HOST_DEVICE FUSE_INLINE constexpr To convert(From x) {
-  if constexpr (saturating_conversion_v<To, From>) {
+  if constexpr (saturating_conversion_v<To, From> && !std::is_floating_point_v<From>) {
+    return convert<To>(static_cast<float>(x));  // half types: through float
+  } else if constexpr (saturating_conversion_v<To, From>) {
     // The ends as From: min is 0 or -2^k (exact); max is 2^k - 1, which rounds up to 2^k or is
     // exact, so x >= hi is out of range or truncates to max anyway.
     constexpr From lo = static_cast<From>(std::numeric_limits<To>::min());

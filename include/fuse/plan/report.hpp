@@ -134,20 +134,29 @@ struct leaf_table {
     if (all_dense) return span;
     if (g.size() == 1 && sum <= span) return sum;
     if (elements > counting_limit) return std::min(sum, span);
-    std::vector<bool> touched(std::size_t(span), false);
+    // Every element's bytes as an interval, sorted and merged: time and memory follow the
+    // elements, not the span (two columns of a wide matrix span the whole matrix).
+    std::vector<std::array<std::ptrdiff_t, 2>> pieces;
+    pieces.reserve(std::size_t(elements));
     for (auto* f : g) {
       const std::size_t n = f->axes.size();
       std::vector<index_t> idx(n, 0);
       while (true) {  // every element, odometer order
         std::ptrdiff_t off = std::ptrdiff_t(f->base - lo);
         for (std::size_t d = 0; d < n; ++d) off += idx[d] * f->axes[d][1];
-        for (index_t k = 0; k < f->element_bytes; ++k) touched[std::size_t(off + k)] = true;
+        pieces.push_back({off, off + f->element_bytes});
         std::size_t d = n;
         while (d > 0 && ++idx[d - 1] == f->axes[d - 1][0]) idx[--d] = 0;
         if (d == 0) break;
       }
     }
-    return index_t(std::count(touched.begin(), touched.end(), true));
+    std::sort(pieces.begin(), pieces.end());
+    index_t covered = 0;
+    std::ptrdiff_t end = pieces.front()[0];
+    for (auto& [a, z] : pieces) {
+      if (z > end) covered += index_t(z - std::max(a, end)), end = z;
+    }
+    return covered;
   }
 };
 
