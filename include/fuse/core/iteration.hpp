@@ -36,23 +36,18 @@ inline constexpr index_t overlap_listing_limit = index_t(1) << 24;
 // [3, 3] overlap nowhere, {1, 1} over [6, 3] does) have their offsets listed and compared.
 template <std::size_t R>
 bool self_overlapping(const shape_t<R>& shape, const shape_t<R>& strides) {
-  std::array<std::array<index_t, 2>, R> axes{};  // {|stride|, extent} of the axes of extent > 1
+  std::array<std::array<index_t, 2>, R> axes{};  // {extent, |stride|} of the axes of extent > 1
   std::size_t n = 0;
   for (std::size_t i = 0; i < R; ++i)
-    if (shape[i] > 1) axes[n++] = {strides[i] < 0 ? -strides[i] : strides[i], shape[i]};
+    if (shape[i] > 1) axes[n++] = {shape[i], strides[i] < 0 ? -strides[i] : strides[i]};
   for (std::size_t i = 1; i < n; ++i)  // insertion sort: std::sort drew a false g++ 12 -Warray-bounds
-    for (std::size_t j = i; j > 0 && axes[j - 1][0] > axes[j][0]; --j) std::swap(axes[j - 1], axes[j]);
+    for (std::size_t j = i; j > 0 && axes[j - 1][1] > axes[j][1]; --j) std::swap(axes[j - 1], axes[j]);
   index_t reach = 0;
   std::size_t k = 0;
-  for (; k < n && axes[k][0] > reach; ++k) reach += axes[k][0] * (axes[k][1] - 1);
+  for (; k < n && axes[k][1] > reach; ++k) reach += axes[k][1] * (axes[k][0] - 1);
   if (k == n) return false;
   if (shape_size(shape) > overlap_listing_limit) return false;  // not checked: docs/design.md §7
-  std::vector<index_t> offsets{0};
-  for (std::size_t a = 0; a < n; ++a) {  // every offset, axis by axis
-    const std::size_t m = offsets.size();
-    for (index_t j = 1; j < axes[a][1]; ++j)
-      for (std::size_t i = 0; i < m; ++i) offsets.push_back(offsets[i] + j * axes[a][0]);
-  }
+  auto offsets = element_offsets(axes.data(), n);
   std::sort(offsets.begin(), offsets.end());
   return std::adjacent_find(offsets.begin(), offsets.end()) != offsets.end();
 }

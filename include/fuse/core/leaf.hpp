@@ -49,6 +49,18 @@ struct leaf_info {
   const void* picked_by = nullptr;  // take: the indices that pick the rows (no bound)
 };
 
+// Every element's offset of an array given as {extent, stride} axes (none: one element at 0),
+// in no particular order; for the checks that must compare them (overlap, the plan's union).
+inline std::vector<index_t> element_offsets(const std::array<index_t, 2>* axes, std::size_t n) {
+  std::vector<index_t> offsets{0};
+  for (std::size_t a = 0; a < n; ++a) {
+    const std::size_t m = offsets.size();
+    for (index_t j = 1; j < axes[a][0]; ++j)
+      for (std::size_t i = 0; i < m; ++i) offsets.push_back(offsets[i] + j * axes[a][1]);
+  }
+  return offsets;
+}
+
 template <std::size_t L>
 constexpr index_t footprint_elements(const shape_t<L>& shape, const shape_t<L>& strides) {
   index_t n = 1;

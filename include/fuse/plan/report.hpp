@@ -139,16 +139,9 @@ struct leaf_table {
     std::vector<std::array<std::ptrdiff_t, 2>> pieces;
     pieces.reserve(std::size_t(elements));
     for (auto* f : g) {
-      const std::size_t n = f->axes.size();
-      std::vector<index_t> idx(n, 0);
-      while (true) {  // every element, odometer order
-        std::ptrdiff_t off = std::ptrdiff_t(f->base - lo);
-        for (std::size_t d = 0; d < n; ++d) off += idx[d] * f->axes[d][1];
-        pieces.push_back({off, off + f->element_bytes});
-        std::size_t d = n;
-        while (d > 0 && ++idx[d - 1] == f->axes[d - 1][0]) idx[--d] = 0;
-        if (d == 0) break;
-      }
+      const std::ptrdiff_t base = std::ptrdiff_t(f->base - lo);
+      for (index_t off : element_offsets(f->axes.data(), f->axes.size()))
+        pieces.push_back({base + off, base + off + f->element_bytes});
     }
     std::sort(pieces.begin(), pieces.end());
     index_t covered = 0;
