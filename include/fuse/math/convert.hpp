@@ -15,6 +15,8 @@
 namespace fuse::math {
 
 // Floating types, __half and __nv_bfloat16 included (number classes that convert to float).
+// Not detail::is_floating_v: a host-only translation unit does not specialise compute_type
+// for the half types, and its half -> int conversions must saturate too.
 template <class T>
 inline constexpr bool floating_like_v =
     std::is_floating_point_v<T> || (std::is_class_v<T> && std::is_convertible_v<T, float>);
