@@ -127,6 +127,11 @@ TEST_CASE("plan numbers: broadcast rows, columns, stride-0 views and slices coun
     auto windows = fuse::view(six.data(), shape_t<2>{4, 3}, shape_t<2>{1, 1});
     auto [f2, e2] = plans(windows * 2.f);
     CHECK(f2.bytes_read == 6 * sz<float>);
+    // A window whose 9 elements fill their 9-element span yet meet: offsets {0, 2, 4, 6, 8}.
+    std::vector<float> nine(9, 1.f);
+    auto meeting = fuse::view(nine.data(), shape_t<2>{3, 3}, shape_t<2>{2, 2});
+    auto [f9, e9] = plans(meeting * 2.f);
+    CHECK(f9.bytes_read == 5 * sz<float>);
     auto [f3, e3] = plans(fuse::slice<1>(x, 0, n - 1, 2) + fuse::slice<1>(x, 1, n, 2));
     CHECK(f3.bytes_read == m * (n - 1) * sz<float>);  // the two slices: distinct, within x
     // Partly overlapping sparse slices count their union: columns {0, 1, 2} and {0, 2, 4} of

@@ -27,29 +27,14 @@ auto destination_of(D& d) {
   return destination<T, std::remove_cvref_t<D>::rank>{d.data(), d.shape(), d.strides()};
 }
 
-// Above this many elements a destination that fails the quick test below is not listed out.
-inline constexpr index_t overlap_listing_limit = index_t(1) << 24;
-
-// True if two elements of a (non-empty) strided array share an address. Sorted by stride, an axis
-// whose stride exceeds the farthest offset the smaller axes reach cannot meet them: that settles
-// every layout that slicing, transposing and reshaping make. Other layouts (strides {2, 3} over
-// [3, 3] overlap nowhere, {1, 1} over [6, 3] does) have their offsets listed and compared.
+// True if two elements of a (non-empty) strided array share an address.
 template <std::size_t R>
 bool self_overlapping(const shape_t<R>& shape, const shape_t<R>& strides) {
-  std::array<std::array<index_t, 2>, R> axes{};  // {extent, |stride|} of the axes of extent > 1
+  std::array<std::array<index_t, 2>, R> axes{};  // {extent, stride} of the axes of extent > 1
   std::size_t n = 0;
   for (std::size_t i = 0; i < R; ++i)
-    if (shape[i] > 1) axes[n++] = {shape[i], strides[i] < 0 ? -strides[i] : strides[i]};
-  for (std::size_t i = 1; i < n; ++i)  // insertion sort: std::sort drew a false g++ 12 -Warray-bounds
-    for (std::size_t j = i; j > 0 && axes[j - 1][1] > axes[j][1]; --j) std::swap(axes[j - 1], axes[j]);
-  index_t reach = 0;
-  std::size_t k = 0;
-  for (; k < n && axes[k][1] > reach; ++k) reach += axes[k][1] * (axes[k][0] - 1);
-  if (k == n) return false;
-  if (shape_size(shape) > overlap_listing_limit) return false;  // not checked: docs/design.md §7
-  auto offsets = element_offsets(axes.data(), n);
-  std::sort(offsets.begin(), offsets.end());
-  return std::adjacent_find(offsets.begin(), offsets.end()) != offsets.end();
+    if (shape[i] > 1) axes[n++] = {shape[i], strides[i]};
+  return offsets_collide(axes.data(), n);
 }
 
 // Several elements on one address cannot be written: a stride of 0 on an axis of extent > 1, or

@@ -2,6 +2,7 @@
 // the execution axes (broadcasting), their memory footprint for the plan, and element offsets.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <vector>
@@ -59,6 +60,32 @@ inline std::vector<index_t> element_offsets(const std::array<index_t, 2>* axes, 
       for (std::size_t i = 0; i < m; ++i) offsets.push_back(offsets[i] + j * axes[a][1]);
   }
   return offsets;
+}
+
+// Above this many elements, offsets_collide does not list an irregular layout out.
+inline constexpr index_t overlap_listing_limit = index_t(1) << 24;
+
+// True if two elements of a non-empty strided array, given as {extent, stride} axes of extent > 1,
+// share an offset (axes is reordered). Sorted by |stride|, an axis whose stride exceeds the
+// farthest offset the smaller axes reach cannot meet them: that settles every layout that slicing,
+// transposing and reshaping make. Other layouts (strides {2, 3} over [3, 3] overlap nowhere, {1, 1}
+// over [6, 3] does) have their offsets listed and compared, up to overlap_listing_limit elements
+// (beyond it: false, docs/design.md §7).
+inline bool offsets_collide(std::array<index_t, 2>* axes, std::size_t n) {
+  index_t elements = 1;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (axes[i][1] < 0) axes[i][1] = -axes[i][1];
+    elements *= axes[i][0];
+  }
+  for (std::size_t i = 1; i < n; ++i)  // insertion sort: std::sort drew a false g++ 12 -Warray-bounds
+    for (std::size_t j = i; j > 0 && axes[j - 1][1] > axes[j][1]; --j) std::swap(axes[j - 1], axes[j]);
+  index_t reach = 0;
+  std::size_t k = 0;
+  for (; k < n && axes[k][1] > reach; ++k) reach += axes[k][1] * (axes[k][0] - 1);
+  if (k == n || elements > overlap_listing_limit) return false;
+  auto offsets = element_offsets(axes, n);
+  std::sort(offsets.begin(), offsets.end());
+  return std::adjacent_find(offsets.begin(), offsets.end()) != offsets.end();
 }
 
 template <std::size_t L>

@@ -65,7 +65,8 @@ struct leaf_table {
     std::uintptr_t base;
     index_t element_bytes;
     std::vector<std::array<index_t, 2>> axes;
-    bool dense() const { return bytes == index_t(hi - lo); }
+    bool overlapping;  // two elements on one address (view(p, {3, 3}, {2, 2})): bytes over-counts
+    bool dense() const { return !overlapping && bytes == index_t(hi - lo); }
     bool operator==(const footprint&) const = default;
   };
   struct entry {
@@ -85,7 +86,9 @@ struct leaf_table {
       auto& g = e.gathers[l.picked_by];
       g = std::max(g, l.bytes);
     } else {
-      footprint f{at + l.lo, at + l.hi, l.bytes, at, l.element_bytes, l.axes};
+      auto axes = l.axes;
+      const bool overlapping = offsets_collide(axes.data(), axes.size());
+      footprint f{at + l.lo, at + l.hi, l.bytes, at, l.element_bytes, l.axes, overlapping};
       if (std::find(e.ways.begin(), e.ways.end(), f) == e.ways.end()) e.ways.push_back(std::move(f));
     }
     std::string n(1, 'x');  // not "x" + to_string(...): GCC 12 -O3 warns (false -Wrestrict, PR 105329)
@@ -132,7 +135,7 @@ struct leaf_table {
     }
     // Dense ranges that chain cover the span; one sparse footprint is its own bytes.
     if (all_dense) return span;
-    if (g.size() == 1 && sum <= span) return sum;
+    if (g.size() == 1 && !g[0]->overlapping && sum <= span) return sum;
     if (elements > counting_limit) return std::min(sum, span);
     // Every element's bytes as an interval, sorted and merged: time and memory follow the
     // elements, not the span (two columns of a wide matrix span the whole matrix).
