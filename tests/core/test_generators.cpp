@@ -226,6 +226,14 @@ TEST_CASE("take: an index out of range throws index_error before anything is wri
   CHECK_THROWS_AS(fuse::eval(fuse::take(table, fuse::view(i32)) * nothing), fuse::index_error);
   CHECK_THROWS_AS(fuse::assign(fuse::eager(fuse::cpu{}), nothing, fuse::take(table, fuse::view(i32)) + 1.f),
                   fuse::index_error);
+  // The message names the index in its own type: 2^64 - 1 is not -1.
+  std::vector<std::uint64_t> huge = {0, std::numeric_limits<std::uint64_t>::max()};
+  try {
+    fuse::eval(fuse::take(table, fuse::view(huge)));
+    FAIL("no index_error");
+  } catch (const fuse::index_error& err) {
+    CHECK_THAT(err.what(), Catch::Matchers::Contains("18446744073709551615"));
+  }
   // The boundary values are fine.
   std::vector<std::int32_t> okv = {0, 9, 9, 0, 5};
   y = fuse::take(table, fuse::view(okv));

@@ -3,6 +3,7 @@
 #include "ops/ops_support.hpp"
 
 #include <array>
+#include <functional>
 
 namespace {
 using namespace ops_test;
@@ -169,4 +170,24 @@ TEST_CASE("a repeated subexpression is evaluated once per element, only when the
       }
     }
   }
+}
+
+// A standard-library callable brings namespace std into argument-dependent lookup: unqualified
+// apply(...) calls inside fuse met std::apply and were ambiguous (a probe, 2026-12-03).
+TEST_CASE("fuse::map with std callables: reused, eager, in softmax, squeezed", "[ops][map][std]") {
+  auto x = random_tensor<float>(-3, 3, index_t(3), index_t(17));
+  auto n = fuse::map(std::negate<>{}, x);
+  fuse::tensor<float, 2> y(3, 17);
+  y = n * n;
+  for (index_t i = 0; i < 3; ++i)
+    for (index_t j = 0; j < 17; ++j) CHECK(y(i, j) == x(i, j) * x(i, j));
+  fuse::assign(fuse::eager(fuse::cpu{}), y, n * 2.f);
+  for (index_t i = 0; i < 3; ++i)
+    for (index_t j = 0; j < 17; ++j) CHECK(y(i, j) == -2.f * x(i, j));
+  auto s = fuse::eval(fuse::softmax(fuse::map(std::negate<>{}, x), fuse::axis<-1>));
+  auto s_ref = fuse::eval(fuse::softmax(-x, fuse::axis<-1>));
+  for (index_t i = 0; i < 3; ++i)
+    for (index_t j = 0; j < 17; ++j) CHECK(s(i, j) == Approx(s_ref(i, j)));
+  auto row = fuse::eval(fuse::squeeze<0>(fuse::map(std::plus<>{}, fuse::slice<0>(x, 0, 1), 1.f) * 2.f));
+  for (index_t j = 0; j < 17; ++j) CHECK(row(j) == Approx(2 * (x(0, j) + 1.f)));
 }

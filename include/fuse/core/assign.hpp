@@ -238,8 +238,12 @@ auto eval(const Exec& exec, E&& e) {
   using D = std::remove_cvref_t<E>;
   detail::tensor_for<Exec, typename D::value_type, D::rank> t(e.shape());
   assign(exec, t, std::forward<E>(e));
-  if constexpr (D::rank == 0) return detail::read_scalar(t);
-  else return t;
+  if constexpr (D::rank == 0) {
+    using detail::read_scalar;
+    return read_scalar(exec, t);  // unqualified: the CUDA overload waits on exec's stream
+  } else {
+    return t;
+  }
 }
 
 template <expression E>

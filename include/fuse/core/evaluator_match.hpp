@@ -99,7 +99,7 @@ auto substitute(const E& e, const W& with) {
   if constexpr (same_shape<E, C>::value) {
     return with;
   } else if constexpr (requires { e.args; } && occurrences<C, E>::value > 0) {
-    return apply(
+    return detail::apply(
         [&](const auto&... a) {
           using M = map_eval<typename E::value_type, typename E::convert, std::remove_cvref_t<decltype(e.f)>,
                              decltype(substitute<C>(a, with))...>;

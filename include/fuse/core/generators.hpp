@@ -111,8 +111,8 @@ struct take_expr : detail::expr_tag {
       for (index_t n = shape_size(is), k = 0; k < n; ++k) {
         index_t off = 0;
         for (std::size_t d = 0; d < index_rank; ++d) off += idx[d] * st[d];
-        const auto v = static_cast<index_t>(indices.data()[off]);
-        if (v < 0 || v >= rows)
+        const auto v = +indices.data()[off];  // in its own type: a uint64 index above 2^63 is not -1
+        if (std::cmp_less(v, 0) || std::cmp_greater_equal(v, rows))
           throw index_error("fuse::take: index " + std::to_string(v) + " is outside [0, " + std::to_string(rows) + ")");
         for (std::size_t d = index_rank; d-- > 0;)
           if (++idx[d] < is[d]) break;

@@ -107,7 +107,7 @@ auto reshape_axis_impl(const map_expr<F, A...>& m) {
     // A rank-0 node over full reductions (logsumexp(x)) is lifted whole, so that it stays one row
     // kernel (group_of in plan/fusion.hpp); pushed down, each reduction was lifted on its own.
     return make_map(fn::first_of{}, m, full_expr<bool, 1>{{}, shape_t<1>{1}, false});
-  } else return apply(
+  } else return detail::apply(
       [&](const auto&... a) {
         auto child = [&]<class C>(const C& c) {
           if constexpr (K + C::rank < R) return c;  // the operand does not have this axis

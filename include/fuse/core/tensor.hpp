@@ -130,9 +130,10 @@ template <class T, std::size_t Rank>
 using tensor = basic_tensor<T, Rank, detail::host_allocator>;
 
 namespace detail {
-// The value of a rank-0 tensor, on the host (on CUDA this waits for it).
-template <class T, class Alloc>
-T read_scalar(const basic_tensor<T, 0, Alloc>& t) {
+// The value of a rank-0 tensor, on the host (on CUDA this waits for it: backend/cuda/memory.hpp
+// overloads this for fuse::cuda, found by argument-dependent lookup).
+template <class Exec, class T, class Alloc>
+T read_scalar(const Exec&, const basic_tensor<T, 0, Alloc>& t) {
   T v{};
   Alloc::copy_to_host(&v, t.data(), sizeof(T));
   return v;

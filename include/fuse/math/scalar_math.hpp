@@ -308,7 +308,12 @@ FUSE_INLINE float reduce_pio2(float x, std::uint32_t& q) {
   // t - kMagic is j exactly (no integer conversion, which wrapped past ~3e9 as int32).
   q = static_cast<std::uint32_t>(as_u64(t)) & 3u;
   const double j = t - kMagic;
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+  // Explicit: -std=c++20 (ISO mode) sets -ffp-contract=off, so the compiler never fuses these.
+  const double r = __builtin_fma(-j, kP3, __builtin_fma(-j, kP2, __builtin_fma(-j, kP1, xd)));
+#else
   const double r = ((xd - j * kP1) - j * kP2) - j * kP3;
+#endif
   // x - x is 0, or NaN for x = +-inf / NaN, which must give NaN.
   float rf = static_cast<float>(r) + (x - x);
   // j is the nearest integer to x*2/pi up to t's rounding, so r may pass pi/4 by ~|x|*2^-53.

@@ -422,7 +422,7 @@ auto rebuild_over(const E& e, F&& f) {
     auto child = f(e.child);
     return reduce_expr<typename E::op, E::mask, E::keepdims, decltype(child)>(child);
   } else {
-    return apply([&](const auto&... a) { return map_expr<std::remove_cvref_t<decltype(e.f)>, decltype(f(a))...>{e.f, f(a)...}; },
+    return detail::apply([&](const auto&... a) { return map_expr<std::remove_cvref_t<decltype(e.f)>, decltype(f(a))...>{e.f, f(a)...}; },
                  e.args);
   }
 }

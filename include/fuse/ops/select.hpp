@@ -44,7 +44,9 @@ struct pow {
   using promotion = fuse::promotion::arith;
   template <class T>
   FUSE_HOST_DEVICE FUSE_INLINE T operator()(T a, T b) const {
-    if constexpr (std::is_integral_v<T>) {  // integer power by squaring, as NumPy
+    if constexpr (std::is_same_v<T, bool>) {  // 0^0 = 1^b = 1, 0^1 = 0 (and no -Wbool-compare below)
+      return a || !b;
+    } else if constexpr (std::is_integral_v<T>) {  // integer power by squaring, as NumPy
       if (b < 0) {  // NumPy raises; fuse gives a^b truncated toward zero (0 for a = 0)
         if (a == T(1)) return T(1);
         if constexpr (std::is_signed_v<T>)

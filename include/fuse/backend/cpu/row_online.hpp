@@ -122,7 +122,7 @@ online_part online_variance_range(const A& a, const E& e, index_t begin, index_t
   for (index_t b = begin; b < end; b += block_elements) {
     const index_t stop = std::min(end, b + block_elements);
     const double nb = double(stop - b);
-    const double sb = double(reduce_range<typename PK::op, typename PK::acc_type, Unit>(a, b, stop, state.none));
+    const double sb = double(reduce_range<typename PK::op, double, Unit>(a, b, stop, state.none));  // double lanes: Chan's update is first-order in the block means' error
     const double mean_b = sb / nb;
     const auto c = typename PK::result_type(mean_b);
     set_shift(c);

@@ -36,3 +36,30 @@ FUSE_HALF_COMMON(__nv_bfloat16, float, float)
 FUSE_HALF_COMMON(__nv_bfloat16, double, double)
 FUSE_HALF_COMMON(__half, __nv_bfloat16, float)
 #undef FUSE_HALF_COMMON
+
+// With an integer or bool tensor (NumPy: float16 with bool and 8-bit integers stays float16, with
+// 16-bit integers gives float32, with wider ones float64); bfloat16 alike.
+namespace fuse::detail {
+template <class H, class I>
+using half_with_integer_t = std::conditional_t<sizeof(I) == 1, H, std::conditional_t<sizeof(I) == 2, float, double>>;
+}  // namespace fuse::detail
+template <class I>
+  requires std::is_integral_v<I>
+struct std::common_type<__half, I> {
+  using type = fuse::detail::half_with_integer_t<__half, I>;
+};
+template <class I>
+  requires std::is_integral_v<I>
+struct std::common_type<I, __half> {
+  using type = fuse::detail::half_with_integer_t<__half, I>;
+};
+template <class I>
+  requires std::is_integral_v<I>
+struct std::common_type<__nv_bfloat16, I> {
+  using type = fuse::detail::half_with_integer_t<__nv_bfloat16, I>;
+};
+template <class I>
+  requires std::is_integral_v<I>
+struct std::common_type<I, __nv_bfloat16> {
+  using type = fuse::detail::half_with_integer_t<__nv_bfloat16, I>;
+};

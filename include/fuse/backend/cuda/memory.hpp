@@ -82,6 +82,8 @@ void copy_device(const Exec& exec, D&& dst, const S& src, bool synchronous) {
   constexpr bool same_space = DD::space == S::space;
   if constexpr (same_space) {
     assign(executor_in<S::space>(exec), dst, src);  // a strided device copy is an elementwise kernel
+    if constexpr (S::space == memory_space::device)  // copy(dst, src) returns when the data is in place
+      if (synchronous) cuda_check(cudaStreamSynchronize(exec.stream), "copy");
   } else {
     if (!is_contiguous(src)) {
       auto tmp = eval(executor_in<S::space>(exec), src);
@@ -96,8 +98,10 @@ void copy_device(const Exec& exec, D&& dst, const S& src, bool synchronous) {
     }
     const std::size_t bytes = static_cast<std::size_t>(shape_size(src.shape())) * sizeof(T);
     if (bytes == 0) return;
-    if (synchronous) cuda_check(cudaMemcpy(dst.data(), src.data(), bytes, cudaMemcpyDefault), "copy");
-    else cuda_check(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDefault, exec.stream), "copy");
+    // On exec's stream also when synchronous: a plain cudaMemcpy runs on the legacy default stream,
+    // which does not wait for work on a non-blocking stream (or under --default-stream per-thread).
+    cuda_check(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDefault, exec.stream), "copy");
+    if (synchronous) cuda_check(cudaStreamSynchronize(exec.stream), "copy");
   }
 }
 
@@ -106,6 +110,8 @@ template <class Take>
 void validate_device(const Take& t) {
   using I = typename decltype(t.indices)::value_type;
   tensor<I, decltype(t.indices)::rank> host(t.indices.shape());
+  // validate() does not know the executor: the indices may still be written on any stream.
+  cuda_check(cudaDeviceSynchronize(), "take: waiting for the indices");
   copy_device(cuda{}, host, t.indices, true);
   const index_t rows = t.table.extent(0);
   for (index_t k = 0; k < host.size(); ++k) {
@@ -113,6 +119,21 @@ void validate_device(const Take& t) {
     if (v < 0 || v >= rows)
       throw index_error("fuse::take: index " + std::to_string(v) + " is outside [0, " + std::to_string(rows) + ")");
   }
+}
+
+// A rank-0 result of eval(fuse::cuda{stream}, e): read on that stream, after its kernels.
+template <class T>
+T read_scalar(const cuda& exec, const basic_tensor<T, 0, device_allocator>& t) {
+  T v{};
+  cuda_check(cudaMemcpyAsync(&v, t.data(), sizeof(T), cudaMemcpyDeviceToHost, exec.stream), "eval: reading the value");
+  cuda_check(cudaStreamSynchronize(exec.stream), "eval: reading the value");
+  return v;
+}
+// eager(cuda{stream}): on the stream its kernels ran on.
+template <class Eager, class T>
+  requires std::is_same_v<std::remove_cvref_t<decltype(std::declval<const Eager&>().exec)>, cuda>
+T read_scalar(const Eager& exec, const basic_tensor<T, 0, device_allocator>& t) {
+  return read_scalar(exec.exec, t);
 }
 
 }  // namespace detail

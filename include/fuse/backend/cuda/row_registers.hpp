@@ -149,7 +149,7 @@ auto mark_registers(const E& e, const S& source) {
   } else if constexpr (requires { e.slots; }) {  // slot_eval<T, K>
     return row_value_eval<typename E::value_type, E::index>{};
   } else if constexpr (requires { e.args; }) {
-    return apply(
+    return detail::apply(
         [&](const auto&... a) {
           using M = map_eval<typename E::value_type, typename E::convert, std::remove_cvref_t<decltype(e.f)>,
                              decltype(mark_registers<S>(a, source))...>;
@@ -167,7 +167,7 @@ auto registers_iteration(const row_iteration<T, R, Ev, Ph>& it) {
   using S = row_source_t<row_iteration<T, R, Ev, Ph>>;
   const S source = first_occurrence<S>(get<0>(it.phases).child);
   auto ev = mark_registers<S>(it.eval, source);
-  auto phases = apply(
+  auto phases = detail::apply(
       [&](const auto&... p) {
         auto one = [&]<class P>(const P& q) {
           auto child = mark_registers<S>(q.child, source);
