@@ -98,8 +98,8 @@ void run_checked(const Exec& exec, It& it, const auto& rerun_via_temporary) {
 }
 
 // Throws unless e can be written into dst; true if there is nothing to write. Then nothing is read
-// either, so a reduction inside without an identity (softmax's max over [3, 0], whose result is
-// [3, 0]) is no error (PyTorch gives the empty result too). take's indices are checked all the
+// either, so a reduction inside without an identity (softmax of [3, 0], whose max is
+// [3, 1]) is no error (PyTorch gives the empty result too). take's indices are checked all the
 // same (NumPy raises for an index out of range when the result is empty too).
 template <class Dst, class E>
 bool checked_empty(const Dst& dst, const E& e) {
