@@ -43,23 +43,17 @@ namespace fuse::detail {
 template <class H, class I>
 using half_with_integer_t = std::conditional_t<sizeof(I) == 1, H, std::conditional_t<sizeof(I) == 2, float, double>>;
 }  // namespace fuse::detail
-template <class I>
-  requires std::is_integral_v<I>
-struct std::common_type<__half, I> {
-  using type = fuse::detail::half_with_integer_t<__half, I>;
-};
-template <class I>
-  requires std::is_integral_v<I>
-struct std::common_type<I, __half> {
-  using type = fuse::detail::half_with_integer_t<__half, I>;
-};
-template <class I>
-  requires std::is_integral_v<I>
-struct std::common_type<__nv_bfloat16, I> {
-  using type = fuse::detail::half_with_integer_t<__nv_bfloat16, I>;
-};
-template <class I>
-  requires std::is_integral_v<I>
-struct std::common_type<I, __nv_bfloat16> {
-  using type = fuse::detail::half_with_integer_t<__nv_bfloat16, I>;
-};
+#define FUSE_HALF_WITH_INTEGER(H)                                 \
+  template <class I>                                              \
+    requires std::is_integral_v<I>                                \
+  struct std::common_type<H, I> {                                 \
+    using type = fuse::detail::half_with_integer_t<H, I>;         \
+  };                                                              \
+  template <class I>                                              \
+    requires std::is_integral_v<I>                                \
+  struct std::common_type<I, H> {                                 \
+    using type = fuse::detail::half_with_integer_t<H, I>;         \
+  };
+FUSE_HALF_WITH_INTEGER(__half)
+FUSE_HALF_WITH_INTEGER(__nv_bfloat16)
+#undef FUSE_HALF_WITH_INTEGER

@@ -130,9 +130,8 @@ T read_scalar(const cuda& exec, const basic_tensor<T, 0, device_allocator>& t) {
   return v;
 }
 // eager(cuda{stream}): on the stream its kernels ran on.
-template <class Eager, class T>
-  requires std::is_same_v<std::remove_cvref_t<decltype(std::declval<const Eager&>().exec)>, cuda>
-T read_scalar(const Eager& exec, const basic_tensor<T, 0, device_allocator>& t) {
+template <class T>
+T read_scalar(const eager<cuda>& exec, const basic_tensor<T, 0, device_allocator>& t) {
   return read_scalar(exec.exec, t);
 }
 
