@@ -40,13 +40,24 @@ concept binary_operands = operand<A> && operand<B> && (expression<A> || expressi
 
 template <class A, class B> requires binary_operands<A, B>
 auto operator+(A&& a, B&& b) { return make_map(fn::add{}, std::forward<A>(a), std::forward<B>(b)); }
+// bool - bool and -bool are errors, as in NumPy: modulo-2 arithmetic is rarely what was meant.
+template <class A>
+inline constexpr bool bool_operand_v = std::is_same_v<typename detail::held_t<A>::value_type, bool>;
+
 template <class A, class B> requires binary_operands<A, B>
-auto operator-(A&& a, B&& b) { return make_map(fn::sub{}, std::forward<A>(a), std::forward<B>(b)); }
+auto operator-(A&& a, B&& b) {
+  static_assert(!(bool_operand_v<A> && bool_operand_v<B>),
+                "fuse::operator-: bool - bool is not supported (as NumPy); write a != b (xor) or a && !b");
+  return make_map(fn::sub{}, std::forward<A>(a), std::forward<B>(b));
+}
 template <class A, class B> requires binary_operands<A, B>
 auto operator*(A&& a, B&& b) { return make_map(fn::mul{}, std::forward<A>(a), std::forward<B>(b)); }
 template <class A, class B> requires binary_operands<A, B>
 auto operator/(A&& a, B&& b) { return make_map(fn::div{}, std::forward<A>(a), std::forward<B>(b)); }
 template <expression A>
-auto operator-(A&& a) { return make_map(fn::neg{}, std::forward<A>(a)); }
+auto operator-(A&& a) {
+  static_assert(!bool_operand_v<A>, "fuse::operator-: negating a bool expression is not supported (as NumPy); write !a");
+  return make_map(fn::neg{}, std::forward<A>(a));
+}
 
 }  // namespace fuse
