@@ -199,6 +199,62 @@ TEST_CASE("plan numbers: take counts the rows it gathers", "[plan][bytes][take]"
   }
 }
 
+TEST_CASE("plan numbers: take and a view of the same table add their rows", "[plan][bytes][take]") {
+  // The gathered rows count once per index (no bound is known), the view its own rows, wherever
+  // the view starts (a view from row 0 was folded into the gather until 2026-12-03: 140 B).
+  const index_t d = 6;
+  fuse::tensor<float, 2> table(10, d);
+  fuse::tensor<std::int32_t, 1> idx(5);
+  for (index_t i = 0; i < 5; ++i) idx(i) = std::int32_t(7 + i % 3);
+  for (index_t start : {0, 1}) {
+    auto [f, e] = plans(fuse::take(table, idx) + fuse::slice<0>(table, start, start + 5));
+    CHECK(f.bytes_read == 5 * d * sz<float> + 5 * d * sz<float> + 5 * sz<std::int32_t>);
+  }
+}
+
+TEST_CASE("plan numbers: a reduction counts once only where it is the same", "[plan][flops][reduce]") {
+  // Reductions that print alike but differ (a view's layout, a cast's type, a constant beyond
+  // six digits) are two phases; plans() checks that their flops equal the eager plan's. Until
+  // 2026-12-03 the printed text was compared and the second was dropped.
+  const index_t n = 5;
+  fuse::tensor<float, 2> x(n, n);
+  auto phases = [](const fuse::plan_report& p) {
+    const std::string& w = p.lines.at(0).what;
+    return w.substr(0, w.find(']') + 1);
+  };
+  {
+    auto [f, e] = plans(fuse::max(x, fuse::axis<-1>) + fuse::max(fuse::transpose(x), fuse::axis<-1>));
+    CHECK(phases(f) == "row kernel, 2 phases [max, max]");
+    CHECK(f.flops == 2 * n * n + n);
+  }
+  {
+    auto [f, e] = plans(fuse::sum(fuse::cast<double>(x), fuse::axis<-1>) + fuse::sum(fuse::cast<int>(x), fuse::axis<-1>));
+    CHECK(phases(f) == "row kernel, 2 phases [sum, sum]");
+  }
+  {
+    auto [f, e] = plans(fuse::sum(x * 1.0000001f, fuse::axis<-1>) - fuse::sum(x * 1.0000002f, fuse::axis<-1>));
+    CHECK(phases(f) == "row kernel, 2 phases [sum, sum]");
+  }
+  {
+    // The same reduction twice: one phase (the eager plan computes it twice).
+    const auto f = fuse::plan(fuse::max(x, fuse::axis<-1>) + fuse::max(x, fuse::axis<-1>));
+    CHECK(phases(f) == "row kernel, 1 phase [max]");
+    CHECK(f.flops == n * n + n);
+  }
+}
+
+TEST_CASE("a printed plan names each leaf once for all its kernels", "[plan][print]") {
+  // Each kernel named its leaves from x0 on: kernel 1 called y "x0" too.
+  fuse::tensor<float, 2> x(4, 6), y(4, 6);
+  const auto p = fuse::plan(fuse::sum(x, fuse::axis<0>) + fuse::sum(y, fuse::axis<1>));
+  REQUIRE(p.kernels == 2);
+  CHECK(p.lines[0].what.find("sum(x0)") != std::string::npos);
+  CHECK(p.lines[1].what.find("sum(x1)") != std::string::npos);
+  // A full reduction lifted to rank 1 prints as the reduction (index arithmetic).
+  const auto q = fuse::plan(fuse::unsqueeze<0>(fuse::sum(x)));
+  CHECK(q.lines.at(0).what == "row kernel, 1 phase [sum]: sum(x0)");
+}
+
 TEST_CASE("plan numbers: output and input types set the bytes", "[plan][bytes][types]") {
   const index_t n = 1000003;
   fuse::tensor<float, 1> a(n), b(n);

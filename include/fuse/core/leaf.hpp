@@ -50,15 +50,34 @@ struct leaf_info {
   const void* picked_by = nullptr;  // take: the indices that pick the rows (no bound)
 };
 
-// Every element's offset of an array given as {extent, stride} axes (none: one element at 0),
-// in no particular order; for the checks that must compare them (overlap, the plan's union).
-inline std::vector<index_t> element_offsets(const std::array<index_t, 2>* axes, std::size_t n) {
-  std::vector<index_t> offsets{0};
-  for (std::size_t a = 0; a < n; ++a) {
-    const std::size_t m = offsets.size();
-    for (index_t j = 1; j < axes[a][0]; ++j)
-      for (std::size_t i = 0; i < m; ++i) offsets.push_back(offsets[i] + j * axes[a][1]);
+// Calls f(offset) for every element of an array given as {extent, stride} axes (none: one
+// element at 0), the last axis fastest.
+template <class F>
+void for_each_offset(const std::array<index_t, 2>* axes, std::size_t n, F&& f) {
+  if (n == 0) {
+    f(index_t(0));
+    return;
   }
+  std::vector<index_t> at(n - 1, 0);
+  index_t offset = 0;
+  for (;;) {
+    for (index_t j = 0; j < axes[n - 1][0]; ++j) f(offset + j * axes[n - 1][1]);
+    std::size_t a = n - 1;
+    for (;;) {  // the next index of the outer axes, as an odometer
+      if (a == 0) return;
+      --a;
+      offset += axes[a][1];
+      if (++at[a] < axes[a][0]) break;
+      offset -= axes[a][1] * axes[a][0];
+      at[a] = 0;
+    }
+  }
+}
+
+// Every element's offset, listed; for the checks that must sort them (overlap, the plan's union).
+inline std::vector<index_t> element_offsets(const std::array<index_t, 2>* axes, std::size_t n) {
+  std::vector<index_t> offsets;
+  for_each_offset(axes, n, [&](index_t o) { offsets.push_back(o); });
   return offsets;
 }
 
