@@ -343,3 +343,30 @@ TEST_CASE("squeeze/unsqueeze of reductions and of temporary tensors", "[core][vi
   auto got = fuse::eval(f);
   check_all(got, [&](const shape<2>& i) { return 2.0 * at(x, i) + 1.0; });
 }
+
+TEST_CASE("transpose, permute, slice and reshape of temporary tensors keep them alive", "[core][views]") {
+  // NumPy's (x * 2).T: the temporary moves into shared ownership held by the view (it was "no
+  // matching function" until 2026-12-03). Held past the statement, the view still reads it.
+  auto x = random_tensor<float, 2>({5, 7}, 311);
+  auto t = fuse::transpose(fuse::eval(x * 2.f));
+  CHECK(t.shape() == shape<2>{7, 5});
+  check_all(fuse::eval(t + 1.f), [&](const shape<2>& i) { return double(2.f * at(x, shape<2>{i[1], i[0]})) + 1.0; });
+  // A view of that view shares the same buffer.
+  auto s = fuse::slice<0>(t, 1, 7, 2);
+  check_all(fuse::eval(s), [&](const shape<2>& i) { return double(2.f * at(x, shape<2>{i[1], 1 + 2 * i[0]})); });
+  auto p = fuse::permute<1, 0>(fuse::eval(x - 1.f));
+  check_all(fuse::eval(p), [&](const shape<2>& i) { return double(at(x, shape<2>{i[1], i[0]}) - 1.f); });
+  auto r = fuse::reshape(fuse::eval(x * x), 7, fuse::dyn);
+  CHECK(r.shape() == shape<2>{7, 5});
+  check_all(fuse::eval(r), [&](const shape<2>& i) {
+    const index_t k = i[0] * 5 + i[1];
+    const float v = at(x, shape<2>{k / 7, k % 7});
+    return double(v * v);
+  });
+  // Inside a reduction.
+  const double total = fuse::eval(fuse::sum(fuse::slice<1>(fuse::eval(x + 0.f), 0, 7, 3)));
+  double expect = 0;
+  for (index_t i = 0; i < 5; ++i)
+    for (index_t j = 0; j < 7; j += 3) expect += at(x, shape<2>{i, j});
+  CHECK(total == Approx(expect).epsilon(1e-6));
+}

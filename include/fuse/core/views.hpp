@@ -134,4 +134,49 @@ constexpr auto reshape(V&& v, I... e) {
   return basic_view<T, dextents<N>, false, decltype(base)::space>(base.data(), detail::extents_from_shape<N, dextents<N>>(s));
 }
 
+// The same views of a temporary tensor (transpose(fuse::eval(x * 2.f)), NumPy's (x * 2).T) or of
+// a view that shares one: the tensor moves into shared ownership (detail::own, as an operand's
+// does) and the result, a read-only leaf, keeps it alive.
+namespace detail {
+template <class V>
+inline constexpr bool is_owned_view_v = false;
+template <class V>
+inline constexpr bool is_owned_view_v<owned_view<V>> = true;
+
+template <class L>
+concept owned_source = is_owned_view_v<std::remove_cvref_t<L>> ||
+                       (is_tensor_v<std::remove_cvref_t<L>> && !std::is_lvalue_reference_v<L>);
+
+template <class L, class F>
+auto view_of_owned(L&& l, F&& make_view) {
+  if constexpr (is_tensor_v<std::remove_cvref_t<L>>) {
+    return view_of_owned(own(std::move(l)), make_view);
+  } else {
+    auto v = make_view(l.view());
+    return owned_view<decltype(v)>(v, l.owner());
+  }
+}
+}  // namespace detail
+
+template <std::size_t... P, class V>
+  requires detail::owned_source<V>
+auto permute(V&& v) {
+  return detail::view_of_owned(std::forward<V>(v), [](const auto& w) { return permute<P...>(w); });
+}
+template <class V>
+  requires detail::owned_source<V>
+auto transpose(V&& v) {
+  return detail::view_of_owned(std::forward<V>(v), [](const auto& w) { return transpose(w); });
+}
+template <int K, class V>
+  requires detail::owned_source<V>
+auto slice(V&& v, index_t begin, index_t end, index_t step = 1) {
+  return detail::view_of_owned(std::forward<V>(v), [&](const auto& w) { return slice<K>(w, begin, end, step); });
+}
+template <class V, std::integral... I>
+  requires detail::owned_source<V>
+auto reshape(V&& v, I... e) {
+  return detail::view_of_owned(std::forward<V>(v), [&](const auto& w) { return reshape(w, e...); });
+}
+
 }  // namespace fuse
