@@ -81,6 +81,24 @@ TEST_CASE("tensor: element access is row-major over data()", "[core][tensor]") {
   CHECK(x(std::int8_t{1}, 2u, std::int64_t{3}) == x.data()[(1 * 5 + 2) * 7 + 3]);
 }
 
+TEST_CASE("tensor: a byte count beyond size_t is std::bad_alloc, not a null buffer", "[core][tensor][errors]") {
+  // 2^62 floats are 2^64 bytes: the count wrapped to 0, allocate(0) gave nullptr, and the first
+  // write crashed (found by a probe, 2026-12-03).
+  CHECK_THROWS_AS((fuse::tensor<float, 1>(index_t(1) << 62)), std::bad_alloc);
+  CHECK_THROWS_AS((fuse::tensor<double, 2>(index_t(1) << 31, index_t(1) << 31)), std::bad_alloc);
+  // An eager temporary of the same size: thrown before the destination is written.
+  float one = 1.f;
+  const index_t big = index_t(1) << 31;
+  auto huge = fuse::view(&one, shape<2>{big, big}, shape<2>{0, 0});
+  fuse::tensor<float, 0> d;
+  d() = 42.f;
+  CHECK_THROWS_AS(fuse::assign(fuse::eager(fuse::cpu{}), d, fuse::sum(huge * 2.f)), std::bad_alloc);
+  CHECK(d() == 42.f);
+  // An empty tensor is still fine, whatever its other extents.
+  fuse::tensor<float, 2> empty(0, index_t(1) << 62);
+  CHECK(empty.size() == 0);
+}
+
 TEST_CASE("tensor: copy and move are value semantics", "[core][tensor]") {
   auto a = random_tensor<float, 2>({7, 9}, 12);
   const std::vector<float> orig(a.data(), a.data() + a.size());

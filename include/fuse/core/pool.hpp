@@ -97,7 +97,7 @@ class pool_arena {
   }
   template <class T, std::size_t R>
   basic_view<T, dextents<R>, false, Alloc::space> make(const shape_t<R>& shape) {
-    const std::size_t bytes = static_cast<std::size_t>(shape_size(shape)) * sizeof(T);
+    const std::size_t bytes = checked_bytes(shape, sizeof(T));
     const auto b = bytes ? buffer_pool<Alloc>::instance().acquire(bytes) : typename buffer_pool<Alloc>::block{};
     blocks_.push_back(b);
     return basic_view<T, dextents<R>, false, Alloc::space>(static_cast<T*>(b.p), extents_from_shape<R, dextents<R>>(shape));

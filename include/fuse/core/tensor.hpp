@@ -12,6 +12,18 @@
 namespace fuse {
 
 namespace detail {
+// Bytes of an array of `shape` with elements of `elem` bytes; std::bad_alloc where the count does
+// not fit in size_t (it wrapped to a small number or 0, and allocate(0) gives nullptr).
+template <std::size_t R>
+std::size_t checked_bytes(const shape_t<R>& shape, std::size_t elem) {
+  for (auto e : shape)
+    if (e == 0) return 0;
+  std::size_t n = elem;
+  for (auto e : shape)
+    if (__builtin_mul_overflow(n, static_cast<std::size_t>(e), &n) || n > (std::size_t(-1) >> 1)) throw std::bad_alloc();
+  return n;
+}
+
 // 64-byte aligned host memory (a cache line; also the widest SIMD load).
 struct host_allocator {
   static constexpr memory_space space = memory_space::host;
@@ -57,7 +69,7 @@ class basic_tensor : public detail::expr_tag {
   explicit basic_tensor(const shape_t<Rank>& shape) : shape_(shape) {
     for (auto e : shape)
       if (e < 0) throw shape_error("fuse::tensor: negative extent in " + detail::format_shape(shape));
-    data_.reset(static_cast<T*>(Alloc::allocate(bytes())));
+    data_.reset(static_cast<T*>(Alloc::allocate(detail::checked_bytes(shape, sizeof(T)))));
   }
 
   basic_tensor(const basic_tensor& o) : basic_tensor(o.shape_) { Alloc::copy(data(), o.data(), bytes()); }
