@@ -264,6 +264,26 @@ TEST_CASE("cuda re-reading rows (simulated thread by thread): warp, block and cl
   check_layer(softmax12, 1, cube);
 }
 
+TEST_CASE("cuda re-reading rows (simulated): float sums of long rows within 1e-6", "[cuda][rows][accuracy]") {
+  // 5 rows of 2^17 take a block each: 512 terms per thread. Summed in one float chain per
+  // unrolled part, a constant row was 1.9e-6 off (found by a review, 2026-12-03); the parts now
+  // move into the double total every 16 trips, as the CPU's float lanes do.
+  using namespace warp_test;
+  const index_t n = index_t(1) << 17;
+  fuse::tensor<float, 2> x(5, n);
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<float> u(0.f, 1.f);
+  for (index_t i = 0; i < x.size(); ++i) x.data()[i] = i < n ? 0.52497673f : u(gen);
+  const int before = rereading_rows;
+  auto s = fuse::eval(warp_sim<>{}, fuse::sum(x, fuse::axis<-1>));
+  CHECK(rereading_rows - before == 1);
+  for (index_t r = 0; r < 5; ++r) {
+    double want = 0;
+    for (index_t j = 0; j < n; ++j) want += double(x(r, j));
+    CHECK(std::abs(double(s(r, 0)) - want) <= 1e-6 * want);
+  }
+}
+
 TEST_CASE("cuda register rows (simulated, FUSE_ROW_CHUNK_BYTES=16): 16-byte chunks where rows are aligned, partial last chunks", "[cuda][registers]") {
   using namespace warp_test;
   using fuse_test::shape;

@@ -340,3 +340,40 @@ TEST_CASE("the temporary pool reuses larger blocks and bounds what it keeps", "[
   }
   CHECK(shared.idle_bytes() <= FUSE_POOL_CACHE_BYTES);
 }
+
+namespace {
+// An allocator of "devices" (host memory here), as CUDA's device_allocator is: the pool keeps one
+// cache per current device.
+struct two_device_allocator {
+  static constexpr fuse::memory_space space = fuse::memory_space::host;
+  static inline int device = 0;
+  static int current_device() { return device; }
+  static void* allocate(std::size_t bytes) { return fuse::detail::host_allocator::allocate(bytes); }
+  static void deallocate(void* p) noexcept { fuse::detail::host_allocator::deallocate(p); }
+};
+}  // namespace
+
+TEST_CASE("the temporary pool keeps one cache per device", "[core][pool]") {
+  // A block freed on device 0 served a kernel on device 1 (one process-wide pool; found by a
+  // review through a stub CUDA runtime, 2026-12-03).
+  using pool = fuse::detail::buffer_pool<two_device_allocator>;
+  two_device_allocator::device = 0;
+  void* on0 = nullptr;
+  {
+    fuse::detail::pool_arena<two_device_allocator> arena;
+    on0 = arena.make<float>(shape<1>{1000}).data();
+  }
+  CHECK(pool::instance().idle_bytes() == 4000);
+  two_device_allocator::device = 1;
+  CHECK(pool::instance().idle_bytes() == 0);
+  {
+    fuse::detail::pool_arena<two_device_allocator> arena;
+    const float* on1 = arena.make<float>(shape<1>{1000}).data();
+    CHECK(static_cast<const void*>(on1) != on0);
+    two_device_allocator::device = 0;  // the arena's blocks go back to device 1's cache all the same
+  }
+  CHECK(pool::instance().idle_bytes() == 4000);  // device 0: its own block only
+  two_device_allocator::device = 1;
+  CHECK(pool::instance().idle_bytes() == 4000);
+  two_device_allocator::device = 0;
+}

@@ -29,9 +29,19 @@ class buffer_pool {
     void* p = nullptr;
     std::size_t bytes = 0;  // the block's own size, at least what was asked for
   };
+  // One pool per device for device memory (Alloc::current_device): a block made on one GPU must
+  // not serve a kernel on another.
   static buffer_pool& instance() {
-    static buffer_pool pool;
-    return pool;
+    if constexpr (requires { Alloc::current_device(); }) {
+      static std::mutex m;
+      static std::map<int, buffer_pool> pools;  // nodes never move: the references stay valid
+      const int device = Alloc::current_device();
+      std::lock_guard lock(m);
+      return pools[device];
+    } else {
+      static buffer_pool pool;
+      return pool;
+    }
   }
   // The smallest idle block of at least `bytes` that wastes at most a quarter of it (a framework's
   // caching allocator reuses a larger block too), else a new one.
@@ -93,18 +103,20 @@ class pool_arena {
   pool_arena() = default;
   pool_arena(const pool_arena&) = delete;
   ~pool_arena() {
-    for (const auto& b : blocks_) buffer_pool<Alloc>::instance().release(b);
+    for (const auto& b : blocks_) pool_->release(b);
   }
   template <class T, std::size_t R>
   basic_view<T, dextents<R>, false, Alloc::space> make(const shape_t<R>& shape) {
     const std::size_t bytes = checked_bytes(shape, sizeof(T));
-    const auto b = bytes ? buffer_pool<Alloc>::instance().acquire(bytes) : typename buffer_pool<Alloc>::block{};
+    if (bytes && !pool_) pool_ = &buffer_pool<Alloc>::instance();  // the blocks go back where they came from
+    const auto b = bytes ? pool_->acquire(bytes) : typename buffer_pool<Alloc>::block{};
     blocks_.push_back(b);
     return basic_view<T, dextents<R>, false, Alloc::space>(static_cast<T*>(b.p), extents_from_shape<R, dextents<R>>(shape));
   }
 
  private:
   std::vector<typename buffer_pool<Alloc>::block> blocks_;
+  buffer_pool<Alloc>* pool_ = nullptr;
 };
 
 }  // namespace fuse::detail

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 
 #include "fuse/backend/cuda/alignment.hpp"
 #include "fuse/backend/cuda/error.hpp"
@@ -82,14 +83,15 @@ bool vector_ok(It& it) {
   return ok;
 }
 
+// The current device's SM count, asked once per device (devices may differ).
 inline int multiprocessor_count() {
-  static const int count = [] {
-    int dev = 0, n = 0;
-    cuda_check(cudaGetDevice(&dev), "cuda: cudaGetDevice");
-    cuda_check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), "cuda: device attribute");
-    return n;
-  }();
-  return count;
+  static std::atomic<int> counts[64] = {};
+  int dev = 0, n = 0;
+  cuda_check(cudaGetDevice(&dev), "cuda: cudaGetDevice");
+  if (dev >= 0 && dev < 64 && (n = counts[dev].load(std::memory_order_relaxed)) > 0) return n;
+  cuda_check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), "cuda: device attribute");
+  if (dev >= 0 && dev < 64) counts[dev].store(n, std::memory_order_relaxed);
+  return n;
 }
 
 template <int V, bool Unit, class It>

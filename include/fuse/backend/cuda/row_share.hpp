@@ -44,12 +44,23 @@ FUSE_HOST_DEVICE FUSE_INLINE Total reduce_share(const It& it, Phase& p, index_t*
     FUSE_UNROLL
     for (int u = 0; u < share_unroll; ++u) part[u] = Op::template identity<Acc>();
     index_t r = first;
+    int trips = 0;
     for (; r + (share_unroll - 1) * step < count; r += share_unroll * step) {
       Acc v[share_unroll];
       FUSE_UNROLL
       for (int u = 0; u < share_unroll; ++u) v[u] = static_cast<Acc>(p.child.template at<Unit>(r + u * step));
       FUSE_UNROLL
       for (int u = 0; u < share_unroll; ++u) part[u] = Op::combine(part[u], v[u]);
+      // As the CPU (docs/design.md §4): no float accumulator takes more than 16 additions in a
+      // row; the parts move into the (double) total. A no-op for max/min and integer sums.
+      if (++trips == 16) {
+        trips = 0;
+        FUSE_UNROLL
+        for (int u = 0; u < share_unroll; ++u) {
+          total = Op::combine(total, static_cast<Total>(part[u]));
+          part[u] = Op::template identity<Acc>();
+        }
+      }
     }
     for (; r < count; r += step) part[0] = Op::combine(part[0], static_cast<Acc>(p.child.template at<Unit>(r)));
     FUSE_UNROLL
