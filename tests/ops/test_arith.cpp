@@ -533,4 +533,23 @@ TEST_CASE("integer pow with a negative exponent truncates toward zero", "[ops][s
     }
   }
   CHECK(fuse::eval(fuse::pow(a, 3))(3) == -8);  // positive exponents as before
+  // Unsigned bases: the exponent keeps its own type (converted to uint8, -1 was 255 and
+  // pow(3, -1) gave 3^255 mod 256 = 171; a probe, 2026-12-03). A tensor exponent as well.
+  fuse::tensor<std::uint8_t, 1> u(4);
+  fuse::tensor<std::int32_t, 1> minus_one(4);
+  const std::uint8_t ubase[] = {1, 2, 3, 255};
+  for (index_t i = 0; i < 4; ++i) u(i) = ubase[i], minus_one(i) = -1;
+  const auto pu = fuse::eval(fuse::pow(u, -1));
+  const auto pt = fuse::eval(fuse::pow(u, minus_one));
+  const auto p2 = fuse::eval(fuse::pow(u, 2));
+  for (index_t i = 0; i < 4; ++i) {
+    CHECK(int(pu(i)) == (ubase[i] == 1 ? 1 : 0));
+    CHECK(pt(i) == (ubase[i] == 1 ? 1 : 0));
+    CHECK(int(p2(i)) == (ubase[i] * ubase[i]) % 256);
+  }
+  fuse::tensor<std::uint32_t, 1> w(2);
+  w(0) = 3, w(1) = 1;
+  const auto pw = fuse::eval(fuse::pow(w, -2));
+  CHECK(pw(0) == 0u);
+  CHECK(pw(1) == 1u);
 }

@@ -210,6 +210,9 @@ constexpr auto default_executor() {
 template <class Exec, class D, class E>
   requires((expression<D>) && operand<E>)
 void assign(const Exec& exec, D&& y, E&& e) {
+  static_assert(!detail::is_owned_view_v<std::remove_cvref_t<D>>,
+                "fuse::assign: the destination is read-only (a view of a temporary tensor, such as "
+                "transpose(fuse::eval(e)))");
   static_assert(requires { y.data(); y.strides(); },
                 "fuse::assign: the destination must be a tensor or a view; an expression (x + y, exp(x), a "
                 "reduction, full, iota, take) cannot be written");

@@ -27,6 +27,7 @@ struct predicate {};  // compare in the promoted type, give bool
 struct logical {};    // operands as bool, give bool
 struct ordered {};    // min, max, clamp: as arith, but an integer outside the type saturates
 struct select {};     // where(cond, a, b): cond as bool, a and b promoted
+struct power {};      // pow: as arith, but an integer exponent keeps its own type (a negative one stays negative)
 struct none {};       // user callables and casts: operands as they are, result as the callable gives
 }  // namespace promotion
 
@@ -74,6 +75,17 @@ struct convert_saturating {
   }
 };
 
+// As convert_to, but an integer exponent (operand 1) of an integer power keeps its own type:
+// converted to an unsigned result type, -1 became 255 and pow(uint8, -1) computed x^255.
+template <class Compute>
+struct convert_power {
+  template <std::size_t I, class V>
+  FUSE_HOST_DEVICE FUSE_INLINE static constexpr auto apply(V v) {
+    if constexpr (I == 1 && is_plain_integer_v<V> && is_plain_integer_v<Compute>) return v;
+    else return static_cast<Compute>(v);
+  }
+};
+
 // signature<Policy, F, Args...>: result type and operand conversion of a node.
 template <class Policy, class F, class... A>
 struct signature;
@@ -81,6 +93,11 @@ template <class F, class... A>
 struct signature<promotion::arith, F, A...> {
   using result = promote_t<typed_of<A>...>;
   using convert = convert_to<compute_t<result>>;
+};
+template <class F, class... A>
+struct signature<promotion::power, F, A...> {
+  using result = promote_t<typed_of<A>...>;
+  using convert = convert_power<compute_t<result>>;
 };
 template <class F, class... A>
 struct signature<promotion::floating, F, A...> {

@@ -171,8 +171,22 @@ class owned_view : public expr_tag {
   owned_view(const View& v, std::shared_ptr<const void> owner) : view_(v), owner_(std::move(owner)) {}
 
   shape_t<rank> shape() const { return view_.shape(); }
+  // Read access as the view gives it (x(i, j), extent, size, strides); writing is a compile error.
+  template <class... I>
+  decltype(auto) operator()(I... i) const { return view_(i...); }
+  index_t extent(std::size_t i) const { return view_.extent(i); }
+  index_t size() const { return view_.size(); }
+  auto strides() const { return view_.strides(); }
   const View& view() const { return view_; }
   const std::shared_ptr<const void>& owner() const { return owner_; }
+  // y = e on a view writes elements; here there is nothing a user could see written.
+  template <class E>
+    requires(!std::is_same_v<std::remove_cvref_t<E>, owned_view>)
+  owned_view& operator=(E&&) {
+    static_assert(sizeof(E) == 0, "fuse::assign: the destination is read-only (a view of a temporary tensor, "
+                                  "such as transpose(fuse::eval(e)))");
+    return *this;
+  }
 
   // --- leaf protocol: read like the view ---
   template <std::size_t R, std::size_t B = 0>
@@ -214,6 +228,11 @@ class keep_alive {
   }
   std::shared_ptr<const void>* p_ = nullptr;
 };
+
+template <class V>
+inline constexpr bool is_owned_view_v = false;
+template <class V>
+inline constexpr bool is_owned_view_v<owned_view<V>> = true;
 
 template <class Tensor>
 auto own(Tensor&& t) {

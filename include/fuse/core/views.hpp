@@ -138,11 +138,6 @@ constexpr auto reshape(V&& v, I... e) {
 // a view that shares one: the tensor moves into shared ownership (detail::own, as an operand's
 // does) and the result, a read-only leaf, keeps it alive.
 namespace detail {
-template <class V>
-inline constexpr bool is_owned_view_v = false;
-template <class V>
-inline constexpr bool is_owned_view_v<owned_view<V>> = true;
-
 template <class L>
 concept owned_source = is_owned_view_v<std::remove_cvref_t<L>> ||
                        (is_tensor_v<std::remove_cvref_t<L>> && !std::is_lvalue_reference_v<L>);

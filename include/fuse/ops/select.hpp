@@ -41,20 +41,22 @@ struct where {
 struct pow {
   static constexpr const char* name = "pow";
   static constexpr int flops = 20;
-  using promotion = fuse::promotion::arith;
-  template <class T>
-  FUSE_HOST_DEVICE FUSE_INLINE T operator()(T a, T b) const {
+  using promotion = fuse::promotion::power;
+  template <class T, class E>
+  FUSE_HOST_DEVICE FUSE_INLINE T operator()(T a, E b) const {
     if constexpr (std::is_same_v<T, bool>) {  // 0^0 = 1^b = 1, 0^1 = 0 (and no -Wbool-compare below)
       return a || !b;
-    } else if constexpr (std::is_integral_v<T>) {  // integer power by squaring, as NumPy
-      if (b < 0) {  // NumPy raises; fuse gives a^b truncated toward zero (0 for a = 0)
-        if (a == T(1)) return T(1);
-        if constexpr (std::is_signed_v<T>)
-          if (a == T(-1)) return (b & 1) ? T(-1) : T(1);
-        return T(0);
+    } else if constexpr (std::is_integral_v<T>) {  // integer power by squaring, as NumPy; b in its own type
+      if constexpr (std::is_signed_v<E>) {
+        if (b < 0) {  // NumPy raises; fuse gives a^b truncated toward zero (0 for a = 0)
+          if (a == T(1)) return T(1);
+          if constexpr (std::is_signed_v<T>)
+            if (a == T(-1)) return (b & 1) ? T(-1) : T(1);
+          return T(0);
+        }
       }
       T r = 1;
-      for (T e = b; e > 0; e >>= 1) {
+      for (E e = b; e > 0; e >>= 1) {
         if (e & 1) r = T(math::wrapping_mul(r, a));  // wraps, as NumPy
         if (e > 1) a = T(math::wrapping_mul(a, a));
       }

@@ -212,13 +212,19 @@ std::string identity_key(const E& e) {
   std::string k;
   auto bytes_of = [&](const auto& v) { k.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
   bytes_of(&type_key<E>);
+  // Appended piece by piece: "(" + std::string drew a false g++ 12 -O3 -Wrestrict (PR 105329).
   if constexpr (is_reduce_v<E>) {
-    k += "(" + identity_key(e.child) + ")";
+    k += '(';
+    k += identity_key(e.child);
+    k += ')';
   } else if constexpr (requires { e.args; }) {
     if constexpr (!std::is_empty_v<std::remove_cvref_t<decltype(e.f)>>) bytes_of(e.f);
-    k += "(";
-    for_each(e.args, [&](const auto& a) { k += identity_key(a) + ","; });
-    k += ")";
+    k += '(';
+    for_each(e.args, [&](const auto& a) {
+      k += identity_key(a);
+      k += ',';
+    });
+    k += ')';
   } else {
     if constexpr (requires { e.value; }) bytes_of(e.value);  // a scalar, full
     e.visit_leaves([&](const leaf_info& l) {
