@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <numeric>
@@ -83,6 +84,31 @@ inline std::vector<index_t> element_offsets(const std::array<index_t, 2>* axes, 
   return offsets;
 }
 
+// One bit per cell of a grid (offsets divided by their common unit): marking the elements of
+// overlapping arrays finds repeats and counts distinct cells in one pass, with no sort. Used where
+// the grid is at most cells_per_element_limit cells per element (else sorting costs less memory).
+class cell_bitmap {
+ public:
+  static constexpr index_t cells_per_element_limit = 16;
+  explicit cell_bitmap(index_t cells) : words_(std::size_t(cells + 63) / 64, 0) {}
+  // Marks cell c; true if it was marked before.
+  bool mark(index_t c) {
+    std::uint64_t& w = words_[std::size_t(c / 64)];
+    const std::uint64_t bit = std::uint64_t(1) << (c % 64);
+    const bool before = (w & bit) != 0;
+    w |= bit;
+    return before;
+  }
+  index_t count() const {
+    index_t n = 0;
+    for (std::uint64_t w : words_) n += std::popcount(w);
+    return n;
+  }
+
+ private:
+  std::vector<std::uint64_t> words_;
+};
+
 // Above this many elements, offsets_collide does not list an irregular layout out.
 inline constexpr index_t overlap_listing_limit = index_t(1) << 24;
 
@@ -113,15 +139,10 @@ inline bool offsets_collide(std::array<index_t, 2>* axes, std::size_t n) {
     span += axes[i][1] * (axes[i][0] - 1);
   }
   if (unit == 0) return elements > 1;  // every stride 0
-  if (const index_t cells = span / unit + 1; cells <= 16 * elements) {
-    std::vector<std::uint64_t> marked(std::size_t(cells + 63) / 64, 0);
+  if (const index_t cells = span / unit + 1; cells <= cell_bitmap::cells_per_element_limit * elements) {
+    cell_bitmap marked(cells);
     bool repeat = false;
-    for_each_offset(axes, n, [&](index_t o) {
-      const index_t c = o / unit;
-      const std::uint64_t bit = std::uint64_t(1) << (c % 64);
-      repeat = repeat || (marked[std::size_t(c / 64)] & bit) != 0;
-      marked[std::size_t(c / 64)] |= bit;
-    });
+    for_each_offset(axes, n, [&](index_t o) { repeat = marked.mark(o / unit) || repeat; });
     return repeat;
   }
   auto offsets = element_offsets(axes, n);

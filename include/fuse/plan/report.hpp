@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cstdint>
 #include <iomanip>
 #include <map>
@@ -145,19 +144,15 @@ struct leaf_table {
       unit = std::gcd(unit, std::gcd(index_t(f->base - lo), f->element_bytes));
       for (auto& a : f->axes) unit = std::gcd(unit, a[1]);
     }
-    const index_t cells = span / unit;
-    if (cells <= 16 * elements) {
-      std::vector<std::uint64_t> marked(std::size_t(cells + 63) / 64, 0);
+    if (const index_t cells = span / unit; cells <= cell_bitmap::cells_per_element_limit * elements) {
+      cell_bitmap marked(cells);
       for (auto* f : g) {
         const index_t base = index_t(f->base - lo);
         for_each_offset(f->axes.data(), f->axes.size(), [&](index_t off) {
-          for (index_t c = (base + off) / unit, z = c + f->element_bytes / unit; c < z; ++c)
-            marked[std::size_t(c / 64)] |= std::uint64_t(1) << (c % 64);
+          for (index_t c = (base + off) / unit, z = c + f->element_bytes / unit; c < z; ++c) marked.mark(c);
         });
       }
-      index_t covered = 0;
-      for (std::uint64_t w : marked) covered += std::popcount(w);
-      return covered * unit;
+      return marked.count() * unit;
     }
     std::vector<std::array<std::ptrdiff_t, 2>> pieces;
     pieces.reserve(std::size_t(elements));

@@ -18,4 +18,11 @@ inline void cuda_check(cudaError_t status, const char* what) {
   }
 }
 
+// The calling thread's current device (pools and launch sizes are per device).
+inline int current_device() {
+  int device = 0;
+  cuda_check(cudaGetDevice(&device), "cuda: cudaGetDevice");
+  return device;
+}
+
 }  // namespace fuse::detail

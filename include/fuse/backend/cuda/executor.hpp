@@ -85,12 +85,14 @@ bool vector_ok(It& it) {
 
 // The current device's SM count, asked once per device (devices may differ).
 inline int multiprocessor_count() {
-  static std::atomic<int> counts[64] = {};
-  int dev = 0, n = 0;
-  cuda_check(cudaGetDevice(&dev), "cuda: cudaGetDevice");
-  if (dev >= 0 && dev < 64 && (n = counts[dev].load(std::memory_order_relaxed)) > 0) return n;
+  constexpr int cached_devices = 64;
+  static std::atomic<int> counts[cached_devices] = {};
+  const int dev = current_device();
+  const bool cached = dev >= 0 && dev < cached_devices;
+  int n = cached ? counts[dev].load(std::memory_order_relaxed) : 0;
+  if (n > 0) return n;
   cuda_check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), "cuda: device attribute");
-  if (dev >= 0 && dev < 64) counts[dev].store(n, std::memory_order_relaxed);
+  if (cached) counts[dev].store(n, std::memory_order_relaxed);
   return n;
 }
 

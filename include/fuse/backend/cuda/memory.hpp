@@ -11,11 +11,7 @@ namespace fuse {
 namespace detail {
 struct device_allocator {
   static constexpr memory_space space = memory_space::device;
-  static int current_device() {  // the pool keeps one cache per device (core/pool.hpp)
-    int device = 0;
-    cuda_check(cudaGetDevice(&device), "cuda: cudaGetDevice");
-    return device;
-  }
+  static int current_device() { return detail::current_device(); }  // one pool per device (core/pool.hpp)
   static void* allocate(std::size_t bytes) {
     if (bytes == 0) return nullptr;
     void* p = nullptr;

@@ -283,9 +283,8 @@ template <bool Unit, class It>
 bool launch_cluster_rows(const cuda& exec, const It& it, index_t sms) {
   using threads = row_threads<row_group::cluster>;
   auto* kernel = &row_kernel<row_group::cluster, Unit, It>;
-  int device = 0, clusters = 0;
-  cuda_check(cudaGetDevice(&device), "cuda: current device");
-  cuda_check(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, device), "cuda: cluster launch attribute");
+  int clusters = 0;
+  cuda_check(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, current_device()), "cuda: cluster launch attribute");
   if (!clusters) return false;
   cudaFuncAttributes attributes{};
   cuda_check(cudaFuncGetAttributes(&attributes, kernel), "cuda: row kernel (cluster) attributes");
