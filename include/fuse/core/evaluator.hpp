@@ -28,6 +28,14 @@ struct alignas(sizeof(T) * V < 16 ? sizeof(T) * V : 16) lanes {
   T v[V];
 };
 
+// Every lane `value` (a constant or a row's reduced value read by a vector load path).
+template <int V, class T>
+FUSE_HOST_DEVICE FUSE_INLINE lanes<T, V> splat(T value) {
+  lanes<T, V> r;
+  for (int l = 0; l < V; ++l) r.v[l] = value;
+  return r;
+}
+
 // Offset of the row at `outer` (R-1 leading indices) for one set of strides.
 template <std::size_t R>
 FUSE_HOST_DEVICE FUSE_INLINE index_t row_offset(const index_t* stride, const index_t* outer) {
@@ -121,11 +129,7 @@ struct const_eval {
   template <bool Unit, class... Env>
   FUSE_HOST_DEVICE FUSE_INLINE T at(index_t, const Env&...) const { return value; }
   template <int V>
-  FUSE_HOST_DEVICE FUSE_INLINE lanes<T, V> at_vec(index_t) const {
-    lanes<T, V> r;
-    for (int l = 0; l < V; ++l) r.v[l] = value;
-    return r;
-  }
+  FUSE_HOST_DEVICE FUSE_INLINE lanes<T, V> at_vec(index_t) const { return splat<V>(value); }
   template <class F>
   void for_each_tracker(F&&) {}
 };
@@ -198,11 +202,7 @@ struct invariant_eval {
   template <bool Unit, class... Env>
   FUSE_HOST_DEVICE FUSE_INLINE T at(index_t, const Env&...) const { return value; }
   template <int V>
-  FUSE_HOST_DEVICE FUSE_INLINE lanes<T, V> at_vec(index_t) const {
-    lanes<T, V> r;
-    for (int l = 0; l < V; ++l) r.v[l] = value;
-    return r;
-  }
+  FUSE_HOST_DEVICE FUSE_INLINE lanes<T, V> at_vec(index_t) const { return splat<V>(value); }
   template <class F>
   void for_each_tracker(F&& f) { inner.for_each_tracker(f); }
 };
@@ -218,12 +218,7 @@ struct slot_eval {
   template <bool Unit, class... Env>
   FUSE_HOST_DEVICE FUSE_INLINE T at(index_t, const Env&...) const { return read_slot<T>(slots[K]); }
   template <int V>
-  FUSE_HOST_DEVICE FUSE_INLINE lanes<T, V> at_vec(index_t) const {
-    lanes<T, V> r;
-    const T v = read_slot<T>(slots[K]);
-    for (int l = 0; l < V; ++l) r.v[l] = v;
-    return r;
-  }
+  FUSE_HOST_DEVICE FUSE_INLINE lanes<T, V> at_vec(index_t) const { return splat<V>(read_slot<T>(slots[K])); }
   template <class F>
   void for_each_tracker(F&&) {}
 };

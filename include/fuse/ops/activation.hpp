@@ -6,16 +6,7 @@
 namespace fuse {
 
 namespace fn {
-#define FUSE_FLOAT_FN(NAME, FLOPS, BODY)                                           \
-  struct NAME {                                                                    \
-    static constexpr const char* name = #NAME;                                     \
-    static constexpr int flops = FLOPS;                                            \
-    using promotion = fuse::promotion::floating;                                   \
-    template <class T>                                                             \
-    FUSE_HOST_DEVICE FUSE_INLINE T operator()(T x) const {                         \
-      return BODY;                                                                 \
-    }                                                                              \
-  };
+// FUSE_FLOAT_FN comes from ops/math.hpp.
 FUSE_FLOAT_FN(sigmoid, 12, math::sigmoid(x))
 FUSE_FLOAT_FN(silu, 13, x * math::sigmoid(x))
 // log(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|); NaN propagates through both terms.

@@ -13,6 +13,7 @@ namespace fuse {
 
 namespace fn {
 // A unary function on the floating compute type: NAME(x) = BODY, FLOPS arithmetic operations.
+// Left defined: activation.hpp declares its functions with it too (and undefines it).
 #define FUSE_FLOAT_FN(NAME, FLOPS, BODY)                                           \
   struct NAME {                                                                    \
     static constexpr const char* name = #NAME;                                     \
@@ -33,7 +34,6 @@ FUSE_FLOAT_FN(sin, 12, math::sin(x))
 FUSE_FLOAT_FN(cos, 12, math::cos(x))
 FUSE_FLOAT_FN(tanh, 12, math::tanh(x))
 FUSE_FLOAT_FN(erf, 14, math::erf(x))
-#undef FUSE_FLOAT_FN
 
 // exp of an argument that is never positive (softmax's x - max): cheaper on the host, see
 // math::exp_nonpositive.  Only the library's own layers build it; it prints as exp.
