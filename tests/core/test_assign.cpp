@@ -5,6 +5,17 @@
 
 using namespace fuse_test;
 
+// The message of the fuse::shape_error that f throws.
+template <class F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const fuse::shape_error& e) {
+    return e.what();
+  }
+  return "(no exception)";
+}
+
 TEST_CASE("assign: y = e, assign(y, e), assign(exec, y, e) and eager agree", "[core][assign]") {
   const shape<2> s{37, 129};
   auto a = random_tensor<float, 2>(s, 301);
@@ -256,14 +267,6 @@ TEST_CASE("errors: shapes that do not broadcast name both shapes, nothing writte
   fuse::tensor<float, 2> y(3, 4);
   fill_value(y, sentinel<float>());
 
-  auto message_of = [](auto&& f) -> std::string {
-    try {
-      f();
-    } catch (const fuse::shape_error& e) {
-      return e.what();
-    }
-    return "(no exception)";
-  };
   const std::string m1 = message_of([&] { y = a + b; });
   CAPTURE(m1);
   CHECK(m1.find("[3, 4]") != std::string::npos);
@@ -396,4 +399,31 @@ TEST_CASE("assign: a float expression into an integer destination saturates, NaN
   fuse::tensor<std::int64_t, 1> r(1025);
   r = x * 3.0;
   for (index_t i = 0; i < 1025; ++i) REQUIRE(r(i) == static_cast<std::int64_t>(x(i) * 3.0));
+}
+
+TEST_CASE("copy: host to host between layouts; its errors name fuse::copy, nothing written", "[core][copy]") {
+  auto x = random_tensor<float, 2>({5, 7}, 401);
+  // Into a transposed (strided) destination, from a strided source.
+  fuse::tensor<float, 2> t(7, 5);
+  fuse::copy(fuse::transpose(t), x);
+  check_all(t, [&](const shape<2>& i) { return double(x(i[1], i[0])); }, 0.0, 0.0);
+  fuse::tensor<float, 2> y(3, 7);
+  fuse::copy(fuse::cpu{.threads = 1}, y, fuse::slice<0>(x, 1, 4));
+  check_all(y, [&](const shape<2>& i) { return double(x(i[0] + 1, i[1])); }, 0.0, 0.0);
+
+  std::vector<float> buf(64, sentinel<float>());
+  auto wrong = fuse::view(buf.data(), 7, 5);
+  const std::string m1 = message_of([&] { fuse::copy(wrong, x); });
+  CAPTURE(m1);
+  CHECK(m1.rfind("fuse::copy:", 0) == 0);
+  CHECK(m1.find("[7, 5]") != std::string::npos);
+  CHECK(m1.find("[5, 7]") != std::string::npos);
+  auto stride0 = fuse::view(buf.data(), shape<2>{5, 7}, shape<2>{0, 1});
+  const std::string m2 = message_of([&] { fuse::copy(stride0, x); });
+  CAPTURE(m2);
+  CHECK(m2.rfind("fuse::copy: the destination [5, 7] has stride 0 on axis 0", 0) == 0);
+  const std::string m3 = message_of([&] { fuse::copy(fuse::cpu{}, stride0, x); });
+  CAPTURE(m3);
+  CHECK(m3.rfind("fuse::copy:", 0) == 0);
+  for (float f : buf) REQUIRE(f == sentinel<float>());
 }

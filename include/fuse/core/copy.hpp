@@ -19,12 +19,30 @@ void check_copy_shapes(const D& dst, const S& src) {
                         " differ");
   }
 }
+
+// What assign checks of its destination, in copy's words. (D keeps its const: a const tensor's
+// data() is const.)
+template <class D>
+void check_copy_destination(D& dst) {
+  static_assert(!is_owned_view_v<std::remove_const_t<D>>,
+                "fuse::copy: the destination is read-only (a view of a temporary tensor, such as "
+                "transpose(fuse::eval(e)))");
+  static_assert(requires { dst.data(); dst.strides(); },
+                "fuse::copy: the destination must be a tensor or a view; an expression (x + y, exp(x), a "
+                "reduction, full, iota, take) cannot be written");
+  if constexpr (requires { dst.data(); dst.strides(); }) {
+    constexpr bool writable = !std::is_const_v<std::remove_reference_t<decltype(*dst.data())>>;
+    static_assert(writable, "fuse::copy: the destination is read-only (a view of const data)");
+    if constexpr (writable) check_writable(destination_of(dst), "fuse::copy");
+  }
+}
 }  // namespace detail
 
 template <class D, class S>
   requires(expression<D> && expression<S>)
 void copy(D&& dst, const S& src) {
   using DD = std::remove_cvref_t<D>;
+  detail::check_copy_destination(dst);
   detail::check_copy_shapes(dst, src);
   if constexpr (DD::space != memory_space::device && S::space != memory_space::device)
     assign(cpu{}, dst, src);
@@ -36,6 +54,7 @@ void copy(D&& dst, const S& src) {
 template <class Exec, class D, class S>
   requires(expression<D> && expression<S> && requires { Exec::space; })
 void copy(const Exec& exec, D&& dst, const S& src) {
+  detail::check_copy_destination(dst);
   detail::check_copy_shapes(dst, src);
   if constexpr (Exec::space == memory_space::device) detail::copy_device(exec, dst, src, false);
   else assign(exec, dst, src);

@@ -38,17 +38,18 @@ bool self_overlapping(const shape_t<R>& shape, const shape_t<R>& strides) {
 }
 
 // Several elements on one address cannot be written: a stride of 0 on an axis of extent > 1, or
-// strides that make two elements meet (a sliding window view(p, {6, 3}, {1, 1})).
+// strides that make two elements meet (a sliding window view(p, {6, 3}, {1, 1})). `who` names
+// the public function in the message.
 template <class T, std::size_t R>
-void check_writable(const destination<T, R>& d) {
+void check_writable(const destination<T, R>& d, const char* who = "fuse::assign") {
   for (std::size_t i = 0; i < R; ++i)
     if (d.shape[i] == 0) return;  // nothing is written (a [3, 0] tensor has stride 0 on axis 0)
   for (std::size_t i = 0; i < R; ++i)
     if (d.strides[i] == 0 && d.shape[i] > 1)
-      throw shape_error("fuse::assign: the destination " + format_shape(d.shape) +
+      throw shape_error(std::string(who) + ": the destination " + format_shape(d.shape) +
                         " has stride 0 on axis " + std::to_string(i) + " (several elements on one address)");
   if (self_overlapping(d.shape, d.strides))
-    throw shape_error("fuse::assign: the destination " + format_shape(d.shape) + " with strides " +
+    throw shape_error(std::string(who) + ": the destination " + format_shape(d.shape) + " with strides " +
                       format_shape(d.strides) + " puts several elements on one address");
 }
 
