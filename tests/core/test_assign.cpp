@@ -427,3 +427,42 @@ TEST_CASE("copy: host to host between layouts; its errors name fuse::copy, nothi
   CHECK(m3.rfind("fuse::copy:", 0) == 0);
   for (float f : buf) REQUIRE(f == sentinel<float>());
 }
+
+TEST_CASE("an expression assigned to another rebinds it and never writes into its tensors", "[core][assign][value]") {
+  // The nodes hold views, whose `=` writes elements (spec section 1); a node's own `=` is a value's
+  // (NumPy: `e = b + 1` rebinds the name). The implicit member-wise `=` wrote b into a.
+  auto a = random_tensor<float, 2>({3, 5}, 411);
+  auto b = random_tensor<float, 2>({3, 5}, 412);
+  const auto a0 = fuse::eval(a * 1.f), b0 = fuse::eval(b * 1.f);
+  auto unchanged = [&] {
+    check_same(a, a0);
+    check_same(b, b0);
+  };
+
+  auto e = a + 1.f;
+  e = b + 1.f;
+  unchanged();
+  check_all(fuse::eval(e), [&](const shape<2>& i) { return double(b(i[0], i[1])) + 1.0; });
+
+  auto s = fuse::sum(a, fuse::axis<1>);
+  s = fuse::sum(b, fuse::axis<1>);
+  auto q = fuse::squeeze<0>(fuse::sum(a, fuse::axis<0>));
+  q = fuse::squeeze<0>(fuse::sum(b, fuse::axis<0>));
+  auto sm = fuse::softmax(a, fuse::axis<-1>);
+  sm = fuse::softmax(b, fuse::axis<-1>);
+  fuse::tensor<int, 1> rows(2);
+  rows(0) = 2, rows(1) = 0;
+  auto t = fuse::take(a, rows);
+  t = fuse::take(b, rows);
+  unchanged();
+  CHECK(fuse::eval(s)(1, 0) == fuse::eval(fuse::sum(b, fuse::axis<1>))(1, 0));
+  CHECK(fuse::eval(t)(0, 3) == b(2, 3));
+
+  auto e1 = a * 2.f, e2 = b * 2.f;
+  std::swap(e1, e2);
+  std::vector<decltype(e1)> list{a * 2.f, b * 2.f, a * 2.f};
+  list.erase(list.begin());  // move-assigns the later nodes down
+  unchanged();
+  CHECK(fuse::eval(e1)(0, 0) == 2.f * b(0, 0));
+  CHECK(fuse::eval(list[0])(0, 0) == 2.f * b(0, 0));
+}

@@ -464,7 +464,38 @@ TEST_CASE("integers compare by value, also with scalars outside their type (NumP
     const auto f = fuse::eval(exec, u > 2.5);
     CHECK_FALSE(f(0));
     CHECK(f(1));
+    // Character types are integers too: 'a' < 200 and 'a' != 353 ('a' + 256) by value, as
+    // np.int8 / np.uint8 would (they converted 200 and 353 to char and wrapped).
+    fuse::tensor<char, 1> c(3);
+    c(0) = 'a', c(1) = 'z', c(2) = '0';
+    const auto c_lt = fuse::eval(exec, c < 200);
+    const auto c_eq = fuse::eval(exec, c == 353);
+    const auto c_ge = fuse::eval(exec, c >= -200);
+    for (index_t k = 0; k < 3; ++k) {
+      CHECK(c_lt(k));
+      CHECK_FALSE(c_eq(k));
+      CHECK(c_ge(k));
+    }
   }
+}
+
+namespace user_code {
+using namespace std;
+using namespace fuse;
+// A layer over const references with both namespaces open: std::max(const T&, const T&) used to
+// be the better match for two const lvalues of one type (an error inside <algorithm>).
+auto clipped(const tensor<float, 1>& a, const tensor<float, 1>& b) { return clamp(max(a, b), min(a, b), a); }
+}  // namespace user_code
+
+TEST_CASE("max, min and clamp of const tensors under using namespace std", "[ops][select]") {
+  const auto a = random_tensor<float>(-4, 4, 37);
+  const auto b = random_tensor<float>(-4, 4, 37);
+  const auto y = fuse::eval(user_code::clipped(a, b));
+  for (index_t i = 0; i < 37; ++i) {
+    const float x = std::max(a(i), b(i)), lo = std::min(a(i), b(i)), hi = a(i);
+    CHECK(y(i) == (x < lo ? lo : (x > hi ? hi : x)));
+  }
+  CHECK(std::max(2.f, 3.f) == 3.f);  // std's own on scalars is untouched
 }
 
 // NumPy's integer arithmetic wraps modulo 2^N. In C++ a signed overflow is undefined, and an

@@ -77,7 +77,7 @@ auto with_materialised_children(const Exec& exec, Arena& arena, const E& e) {
     return relift(e, with_materialised_children(exec, arena, get<0>(e.args)));
   } else if constexpr (is_squeezed_v<E>) {
     auto inner = with_materialised_children(exec, arena, e.inner);
-    return squeezed_reduce<E::axis, decltype(inner)>{{}, inner};
+    return squeezed_reduce<E::axis, decltype(inner)>(inner);
   } else if constexpr (is_reduce_v<E> || requires { e.args; }) {
     return rebuild_over(e, [&](const auto& a) { return materialise(exec, arena, a); });
   } else {

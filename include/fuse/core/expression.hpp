@@ -3,6 +3,7 @@
 
 #include <array>
 #include <concepts>
+#include <memory>
 #include <type_traits>
 
 #include "fuse/core/extents.hpp"
@@ -14,6 +15,28 @@ enum class node_kind { leaf, elementwise, view, generator, reduction, anchor, op
 
 // Where a leaf's memory lives. `any` is for scalars and generators (full, iota).
 enum class memory_space { any, host, device };
+
+// A node is a value: `e1 = e2` rebinds e1 to e2's operands, as for any value type. The implicit
+// member-wise assignment assigned the views a node holds, and a view's `=` writes elements
+// (spec section 1): `auto e = a + 1.f; e = b + 1.f;` copied b into a.
+#define FUSE_NODE_IS_A_VALUE(Self)                                                                   \
+  Self(const Self&) = default;                                                                       \
+  Self(Self&&) = default;                                                                            \
+  Self& operator=(const Self& o) {                                                                   \
+    if (this != &o) {                                                                                \
+      Self copy(o);                                                                                  \
+      std::destroy_at(this);                                                                         \
+      std::construct_at(this, std::move(copy));                                                      \
+    }                                                                                                \
+    return *this;                                                                                    \
+  }                                                                                                  \
+  Self& operator=(Self&& o) noexcept {                                                               \
+    if (this != &o) {                                                                                \
+      std::destroy_at(this);                                                                         \
+      std::construct_at(this, std::move(o));                                                         \
+    }                                                                                                \
+    return *this;                                                                                    \
+  }
 
 namespace detail {
 // Every node and leaf derives from this tag; scalars do not.

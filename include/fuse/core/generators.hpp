@@ -92,6 +92,10 @@ struct take_expr : detail::expr_tag {
   // Tensors moved into take (take(t, fuse::eval(ids))), shared by the node's copies (as owned_view).
   detail::keep_alive table_owner{}, indices_owner{};
 
+  take_expr(Table t, Indices i, detail::keep_alive to = {}, detail::keep_alive io = {})
+      : table(t), indices(i), table_owner(to), indices_owner(io) {}
+  FUSE_NODE_IS_A_VALUE(take_expr)
+
   shape_t<rank> shape() const {
     shape_t<rank> s{};
     const auto is = indices.shape();
@@ -177,7 +181,7 @@ template <class Table, class Indices>
 auto take(Table&& table, Indices&& indices) {
   auto [t, t_owner] = detail::take_operand(std::forward<Table>(table));
   auto [i, i_owner] = detail::take_operand(std::forward<Indices>(indices));
-  return take_expr<decltype(t), decltype(i)>{{}, t, i, t_owner, i_owner};
+  return take_expr<decltype(t), decltype(i)>(t, i, t_owner, i_owner);
 }
 
 }  // namespace fuse

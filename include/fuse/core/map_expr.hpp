@@ -56,6 +56,17 @@ inline constexpr bool is_plain_integer_v = std::is_integral_v<T> && !std::is_sam
                                            !std::is_same_v<T, wchar_t> && !std::is_same_v<T, char8_t> &&
                                            !std::is_same_v<T, char16_t> && !std::is_same_v<T, char32_t>;
 
+// Integers other than bool, character types included (compared by value as the integers they are:
+// std::cmp_less and its kin reject char, wchar_t, char8_t, char16_t and char32_t).
+template <class T>
+inline constexpr bool is_integer_like_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+template <class T>
+FUSE_HOST_DEVICE FUSE_INLINE constexpr auto as_plain_integer(T v) {
+  if constexpr (is_plain_integer_v<T>) return v;
+  else if constexpr (std::is_signed_v<T>) return static_cast<std::make_signed_t<T>>(v);
+  else return static_cast<std::make_unsigned_t<T>>(v);
+}
+
 // As convert_to, but an integer outside the compute type's range saturates to its nearest end
 // instead of wrapping, so that min, max and clamp order values as NumPy 2 does:
 // clamp(uint8, -1, 10) is clamp(x, 0, 10) (np.clip), min(int8, 300) is x; a weak scalar adopts the
@@ -114,7 +125,7 @@ struct signature<promotion::ordered, F, A...> {
 template <class F, class... A>
 struct signature<promotion::predicate, F, A...> {
   using result = bool;
-  using convert = std::conditional_t<(is_plain_integer_v<typename A::value_type> && ...), convert_none,
+  using convert = std::conditional_t<(is_integer_like_v<typename A::value_type> && ...), convert_none,
                                      convert_to<compute_t<promote_t<typed_of<A>...>>>>;
 };
 template <class F, class... A>
@@ -218,6 +229,7 @@ struct map_expr : detail::expr_tag {
 #endif
   template <class... A>
   explicit map_expr(F fn, A&&... a) : f(fn), args(std::forward<A>(a)...), shape_(broadcast_all()) {}
+  FUSE_NODE_IS_A_VALUE(map_expr)
 #if defined(__CUDACC__)
 #pragma nv_diagnostic pop
 #endif

@@ -25,8 +25,14 @@ inline constexpr bool is_floating_v = std::is_floating_point_v<compute_t<T>>;
 // where fuse does not specialise compute_type for them: host code fills half tensors for a .cu
 // file). Storage is raw memory copied with memcpy, so a class such as std::string (a
 // cast<std::string>, a map returning a vector) would be used unconstructed.
+// long double is not one: reductions carry their per-row values in double (row_slot) and the
+// math functions exist for float and double only, so sum/max of a long double tensor silently
+// rounded to double and exp(x) failed deep inside fuse::math.
+// A class must also convert to float (__half and __nv_bfloat16 do): std::complex<float> and plain
+// structs passed the trivially-copyable test and failed deep inside the nodes.
 template <class T>
-inline constexpr bool is_element_v = std::is_arithmetic_v<T> || (std::is_class_v<T> && std::is_trivially_copyable_v<T>);
+inline constexpr bool is_element_v = (std::is_arithmetic_v<T> && !std::is_same_v<std::remove_cv_t<T>, long double>) ||
+                                     (std::is_class_v<T> && std::is_trivially_copyable_v<T> && std::is_convertible_v<T, float>);
 
 // Value type and weakness of an operand.
 template <class V, bool Weak>

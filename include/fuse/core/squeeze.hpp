@@ -72,10 +72,10 @@ auto reshape_axis_impl(const take_expr<Table, Indices>& t) {
   constexpr std::size_t ri = Indices::rank;
   if constexpr (K < ri || (Insert && K == ri)) {
     auto idx = reshape_axis_impl<Insert, K>(t.indices);
-    return take_expr<Table, decltype(idx)>{{}, t.table, idx, t.table_owner, t.indices_owner};
+    return take_expr<Table, decltype(idx)>(t.table, idx, t.table_owner, t.indices_owner);
   } else {
     auto tab = reshape_axis_impl<Insert, K - ri + 1>(t.table);
-    return take_expr<decltype(tab), Indices>{{}, tab, t.indices, t.table_owner, t.indices_owner};
+    return take_expr<decltype(tab), Indices>(tab, t.indices, t.table_owner, t.indices_owner);
   }
 }
 // Is axis K of e (extent 1) one that a reduction reduces, reached through elementwise nodes?
@@ -102,7 +102,7 @@ auto reshape_axis_impl(const map_expr<F, A...>& m) {
   // Over reductions of that axis (squeeze<1>(logsumexp(x, axis<1>))): the node is computed with
   // the axis, as one kernel, and read without it.
   if constexpr (!Insert && drops_reduced_axis<K, map_expr<F, A...>>()) {
-    return squeezed_reduce<K, map_expr<F, A...>>{{}, m};
+    return squeezed_reduce<K, map_expr<F, A...>>(m);
   } else if constexpr (Insert && R == 0 && reduction_count_v<map_expr<F, A...>> > 0) {
     // A rank-0 node over full reductions (logsumexp(x)) is lifted whole, so that it stays one row
     // kernel (group_of in plan/fusion.hpp); pushed down, each reduction was lifted on its own.
@@ -124,7 +124,7 @@ auto reshape_axis_impl(const map_expr<F, A...>& m) {
 template <bool Insert, std::size_t K, class Op, std::uint32_t M, class C>
 auto reshape_axis_impl(const reduce_expr<Op, M, true, C>& r) {
   if constexpr (!Insert && ((M >> K) & 1u)) {
-    return squeezed_reduce<K, reduce_expr<Op, M, true, C>>{{}, r};
+    return squeezed_reduce<K, reduce_expr<Op, M, true, C>>(r);
   } else {
     check_squeezable<Insert, K>(r.shape());
     constexpr std::uint32_t low = M & ((1u << K) - 1u);
@@ -143,7 +143,7 @@ auto reshape_axis_impl(const squeezed_reduce<A, I>& s) {
     constexpr std::size_t at = Insert ? (K <= A ? K : K + 1) : (K < A ? K : K + 1);  // K in the reduction's axes
     constexpr std::size_t axis = Insert ? (K <= A ? A + 1 : A) : (K < A ? A - 1 : A);
     auto inner = reshape_axis_impl<Insert, at>(s.inner);
-    return squeezed_reduce<axis, decltype(inner)>{{}, inner};
+    return squeezed_reduce<axis, decltype(inner)>(inner);
   }
 }
 // A reduction over every axis (rank 0) gains its axis by broadcasting against a one-element full.

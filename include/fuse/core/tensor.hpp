@@ -45,7 +45,7 @@ struct host_allocator {
 template <class T, std::size_t Rank, class Alloc>
 class basic_tensor : public detail::expr_tag {
   static_assert(detail::is_element_v<T>,
-                "fuse::tensor<T, Rank>: T must be an arithmetic type (or a trivially copyable number class such as __half)");
+                "fuse::tensor<T, Rank>: T must be an arithmetic type other than long double (or a number class convertible to float, such as __half)");
 
  public:
   using value_type = T;

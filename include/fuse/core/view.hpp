@@ -15,7 +15,7 @@ namespace fuse {
 template <class T, class Ext, bool Strided = false, memory_space Space = memory_space::host>
 class basic_view : public detail::expr_tag {
   static_assert(detail::is_element_v<std::remove_const_t<T>>,
-                "fuse::view: the element type must be an arithmetic type (or a trivially copyable number class such as __half)");
+                "fuse::view: the element type must be an arithmetic type other than long double (or a number class convertible to float, such as __half)");
 
  public:
   using value_type = std::remove_const_t<T>;

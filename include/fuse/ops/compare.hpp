@@ -16,7 +16,8 @@ namespace fn {
     using promotion = fuse::promotion::predicate;                                             \
     template <class A, class B>                                                               \
     FUSE_HOST_DEVICE FUSE_INLINE constexpr bool operator()(A a, B b) const {                  \
-      if constexpr (detail::is_plain_integer_v<A> && detail::is_plain_integer_v<B>) return BY_VALUE(a, b); \
+      if constexpr (detail::is_integer_like_v<A> && detail::is_integer_like_v<B>)                        \
+        return BY_VALUE(detail::as_plain_integer(a), detail::as_plain_integer(b));                           \
       else return a OP b;                                                                     \
     }                                                                                         \
   };

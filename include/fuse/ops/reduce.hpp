@@ -25,6 +25,17 @@ inline constexpr axis_t<K> axis{};
 template <int... K>
 inline constexpr axes_t<K...> axes{};
 
+namespace detail {
+// axis_t<k> or axes_t<k...>: var(x, 1) and logsumexp(x, 1) are "no matching function", as sum(x, 1)
+// is, not an error deep inside the reduction.
+template <class A>
+inline constexpr bool is_axes_v = false;
+template <int K>
+inline constexpr bool is_axes_v<axis_t<K>> = true;
+template <int... K>
+inline constexpr bool is_axes_v<axes_t<K...>> = true;
+}  // namespace detail
+
 namespace fn {
 // Its first operand; the second, a one-element full, only gives the node rank 1 (broadcasting).
 struct first_of {
@@ -165,6 +176,7 @@ struct reduce_expr : detail::expr_tag {
   shape_t<rank> shape_;
 
   explicit reduce_expr(Child c) : child(std::move(c)), shape_(reduced_shape(child.shape())) {}
+  FUSE_NODE_IS_A_VALUE(reduce_expr)
 
   const shape_t<rank>& shape() const { return shape_; }
 
@@ -218,6 +230,9 @@ struct squeezed_reduce : detail::expr_tag {
   static constexpr shape_t<rank> static_shape = detail::remove_at(Inner::static_shape, K);
 
   Inner inner;
+
+  explicit squeezed_reduce(Inner i) : inner(std::move(i)) {}
+  FUSE_NODE_IS_A_VALUE(squeezed_reduce)
 
   shape_t<rank> shape() const { return detail::remove_at(inner.shape(), K); }
   template <class F>
@@ -292,7 +307,7 @@ auto reduce_by(E&& e, Axes...) {
 
 // Population variance, two-pass: mean of squared deviations from the mean (never negative).
 template <expression E, class... Axes>
-  requires(sizeof...(Axes) <= 1)
+  requires(sizeof...(Axes) <= 1 && (detail::is_axes_v<Axes> && ...))
 auto var(E&& e, Axes... ax) {
   return detail::with_operand(std::forward<E>(e), [=](const auto& x) {
     return detail::reduce_by<detail::var_op>(square(x - mean(x, ax...)), ax...);
@@ -352,7 +367,7 @@ struct logsumexp_add : add {
 
 // log(sum(exp(x))) computed as m + log(sum(exp(x - m))) with m the (finite) max.
 template <expression E, class... Axes>
-  requires(sizeof...(Axes) <= 1)
+  requires(sizeof...(Axes) <= 1 && (detail::is_axes_v<Axes> && ...))
 auto logsumexp(E&& e, Axes... ax) {
   return detail::with_operand(detail::as_floating(std::forward<E>(e)), [=](const auto& x) {
     auto m = detail::safe_shift(x, ax...);

@@ -99,6 +99,15 @@ template <expression X, operand L, operand H>
 auto clamp(X&& x, L&& lo, H&& hi) {
   return make_map(fn::clamp{}, std::forward<X>(x), std::forward<L>(lo), std::forward<H>(hi));
 }
+// Two (three) const lvalues of one expression type: with `using namespace std`, std::max(const
+// T&, const T&) is more specialised than max(A&&, B&&) and was chosen (an error inside <algorithm>);
+// these have std's parameter form and are more constrained, so they win.
+template <expression A>
+auto max(const A& a, const A& b) { return make_map(fn::maximum{}, a, b); }
+template <expression A>
+auto min(const A& a, const A& b) { return make_map(fn::minimum{}, a, b); }
+template <expression X>
+auto clamp(const X& x, const X& lo, const X& hi) { return make_map(fn::clamp{}, x, lo, hi); }
 template <operand C, operand A, operand B>
   requires(expression<C> || expression<A> || expression<B>)
 auto where(C&& c, A&& a, B&& b) {
@@ -107,7 +116,7 @@ auto where(C&& c, A&& a, B&& b) {
 template <class U, expression X>
 auto cast(X&& x) {
   static_assert(detail::is_element_v<U>,
-                "fuse::cast<U>: U must be an arithmetic type (or a trivially copyable number class such as __half)");
+                "fuse::cast<U>: U must be an arithmetic type other than long double (or a number class convertible to float, such as __half)");
   return make_map(fn::cast<U>{}, std::forward<X>(x));
 }
 
@@ -117,8 +126,8 @@ template <class F, operand... E>
   requires((expression<E> || ...) && std::is_invocable_v<const F&, typename detail::held_t<E>::value_type...>)
 auto map(F f, E&&... e) {
   static_assert(detail::is_element_v<std::remove_cvref_t<std::invoke_result_t<const F&, typename detail::held_t<E>::value_type...>>>,
-                "fuse::map: the callable must return an arithmetic value (or a trivially copyable number "
-                "class such as __half): tensors hold plain numbers");
+                "fuse::map: the callable must return an arithmetic value other than long double (or a "
+                "number class convertible to float, such as __half): tensors hold plain numbers");
   return make_map(fn::user<F>{f}, std::forward<E>(e)...);
 }
 // A callable that only a non-const object can call (a mutable lambda): a clear error, not "no
