@@ -466,3 +466,42 @@ TEST_CASE("an expression assigned to another rebinds it and never writes into it
   CHECK(fuse::eval(e1)(0, 0) == 2.f * b(0, 0));
   CHECK(fuse::eval(list[0])(0, 0) == 2.f * b(0, 0));
 }
+
+TEST_CASE("compound assignment: x += e, -=, *=, /= write x op e in place", "[core][assign]") {
+  auto x = random_tensor<float, 2>({9, 33}, 421);
+  auto b = random_tensor<float, 1>({33}, 422);
+  const auto x0 = fuse::eval(x * 1.f);
+  x += b;
+  check_all(x, [&](const shape<2>& i) { return double(x0(i[0], i[1])) + b(i[1]); });
+  x -= 2.f * b;
+  x *= 3.f;
+  check_all(x, [&](const shape<2>& i) { return 3.0 * (double(x0(i[0], i[1])) + b(i[1]) - 2.0 * b(i[1])); }, 1e-5);
+  x /= fuse::exp(b);
+  check_all(x, [&](const shape<2>& i) {
+    return 3.0 * (double(x0(i[0], i[1])) - b(i[1])) / std::exp(double(b(i[1])));
+  }, 1e-5);
+
+  // Through a temporary view, and reading x transposed while writing it (the fresh-tensor result).
+  fuse::tensor<double, 2> sq(5, 5);
+  for (index_t k = 0; k < 25; ++k) sq.data()[k] = double(k % 7) + 0.5;
+  const auto sq0 = fuse::eval(sq * 1.0);
+  fuse::view(sq.data(), 5, 5) += fuse::transpose(sq);
+  check_all(sq, [&](const shape<2>& i) { return sq0(i[0], i[1]) + sq0(i[1], i[0]); }, 0.0, 0.0);
+  auto rows = fuse::slice<0>(sq, 1, 3);
+  rows -= 1.0;
+  CHECK(sq(1, 2) == sq0(1, 2) + sq0(2, 1) - 1.0);
+  CHECK(sq(0, 2) == sq0(0, 2) + sq0(2, 0));
+
+  // Into an integer tensor the result converts as assign converts (truncation toward zero).
+  fuse::tensor<int, 1> n(3);
+  n(0) = 3, n(1) = -3, n(2) = 10;
+  n += 1.5;
+  CHECK(n(0) == 4);
+  CHECK(n(1) == -1);
+  CHECK(n(2) == 11);
+  // Shape errors as assign's: nothing written.
+  fuse::tensor<float, 1> wrong(4);
+  const auto before = fuse::eval(x * 1.f);
+  CHECK_THROWS_AS(x += wrong, fuse::shape_error);
+  check_same(x, before);
+}

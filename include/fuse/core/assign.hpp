@@ -235,6 +235,23 @@ void assign(D&& y, E&& e) {
   assign(detail::default_executor<std::remove_cvref_t<D>>(), std::forward<D>(y), std::forward<E>(e));
 }
 
+// x += e, x -= e, x *= e, x /= e on a tensor or view (a temporary view too): x = x op e, in place
+// (the in-place rule of assign: the result of a fresh evaluation). NumPy's augmented assignment,
+// except that a result of another type converts into x's as assign converts (NumPy raises for
+// int_array += 1.5).
+#define FUSE_COMPOUND_ASSIGN(OP)                                                              \
+  template <expression D, operand E>                                                          \
+    requires(requires(std::remove_cvref_t<D>& d) { d.data(); d.strides(); })                 \
+  decltype(auto) operator OP##=(D&& x, E&& e) {                                               \
+    assign(x, x OP std::forward<E>(e));                                                       \
+    return std::forward<D>(x);                                                                \
+  }
+FUSE_COMPOUND_ASSIGN(+)
+FUSE_COMPOUND_ASSIGN(-)
+FUSE_COMPOUND_ASSIGN(*)
+FUSE_COMPOUND_ASSIGN(/)
+#undef FUSE_COMPOUND_ASSIGN
+
 // A new tensor holding e (a value for a rank-0 expression).
 template <class Exec, expression E>
 auto eval(const Exec& exec, E&& e) {
