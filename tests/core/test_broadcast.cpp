@@ -244,3 +244,46 @@ TEST_CASE("broadcast: an extent of 0 does not stretch against another extent", "
   fuse::tensor<float, 2> y(2, 3);
   CHECK_THROWS_AS(fuse::assign(y, z), fuse::shape_error);
 }
+
+TEST_CASE("broadcast: leaves of stride 0 along the row (x * s[M, 1], NCHW * s[C, 1, 1])", "[core][broadcast]") {
+  // Such a leaf is read from a row of copies so that the contiguous loop runs (backend/cpu/splat.hpp).
+  for (int threads : {1, 2}) {
+    const fuse::cpu exec{.threads = threads};
+    auto x = random_tensor<float, 4>({3, 5, 7, 9}, 501);
+    auto s = random_tensor<float, 3>({5, 1, 1}, 502);
+    auto b = random_tensor<float, 3>({5, 1, 1}, 503);
+    fuse::tensor<float, 4> y(3, 5, 7, 9);
+    auto z = x * s;
+    fuse::assign(exec, y, z * z + b - s);  // z twice: a shared subtree holding the leaf
+    check_all(y, [&](const shape<4>& i) {
+      const double zz = double(x(i[0], i[1], i[2], i[3])) * s(i[1], 0, 0);
+      return zz * zz + b(i[1], 0, 0) - s(i[1], 0, 0);
+    });
+    // Two such leaves of other types, into a double destination; an int8 per-row offset.
+    auto rows = random_tensor<double, 2>({33, 1}, 504);
+    fuse::tensor<std::int8_t, 2> off(33, 1);
+    for (index_t r = 0; r < 33; ++r) off(r, 0) = std::int8_t(r * 7 - 100);
+    auto m = random_tensor<double, 2>({33, 65}, 505);
+    fuse::tensor<double, 2> w(33, 65);
+    fuse::assign(exec, w, m * rows + off);
+    check_all(w, [&](const shape<2>& i) { return m(i[0], i[1]) * rows(i[0], 0) + off(i[0], 0); });
+    // A stride-0 view as the operand, and rows longer than the copies are made for (strided loop).
+    std::vector<float> per_row{1.5f, -2.f, 0.25f};
+    auto col = fuse::view(per_row.data(), shape<2>{3, 70001}, shape<2>{1, 0});
+    auto v = random_tensor<float, 2>({3, 70001}, 506);
+    fuse::tensor<float, 2> u(3, 70001);
+    fuse::assign(exec, u, v * col);
+    check_all(u, [&](const shape<2>& i) { return double(v(i[0], i[1])) * per_row[std::size_t(i[0])]; });
+    auto short_rows = fuse::view(per_row.data(), shape<2>{3, 4097}, shape<2>{1, 0});
+    auto v2 = random_tensor<float, 2>({3, 4097}, 507);
+    fuse::tensor<float, 2> u2(3, 4097);
+    fuse::assign(exec, u2, v2 - short_rows);
+    check_all(u2, [&](const shape<2>& i) { return double(v2(i[0], i[1])) - per_row[std::size_t(i[0])]; });
+  }
+  // An output of 16 MiB and more takes the streaming path.
+  auto big = random_tensor<float, 2>({1024, 4099}, 508);
+  auto scale = random_tensor<float, 2>({1024, 1}, 509);
+  fuse::tensor<float, 2> out(1024, 4099);
+  fuse::assign(fuse::cpu{.threads = 2}, out, big * scale + 1.f);
+  check_all(out, [&](const shape<2>& i) { return double(big(i[0], i[1])) * scale(i[0], 0) + 1.0; });
+}

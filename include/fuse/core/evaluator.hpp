@@ -51,6 +51,11 @@ struct tracker {
   const void* base;        // nullptr for an affine index
   std::size_t elem_bytes;
   index_t span;            // 0: affine in the indices (stride applies); > 0: reads anywhere in [base, base + span)
+  // A memory leaf that can be read through a row of copies: splat(self, buffer, n) fills
+  // buffer[0, n) with the element its row pointer points at and points the row there (the CPU
+  // executor's contiguous loop over a leaf of stride 0 along the row: backend/cpu/splat.hpp).
+  void* self = nullptr;
+  void (*splat)(void* self, void* buffer, index_t n) = nullptr;
 };
 
 // The per-row value of a reduction that runs inside the same kernel (a phase of a row kernel):
@@ -92,7 +97,14 @@ struct load_eval {
     return *reinterpret_cast<const lanes<value_type, V>*>(row + i);
   }
   template <class F>
-  void for_each_tracker(F&& f) { f(tracker{stride, base, sizeof(value_type), 0}); }
+  void for_each_tracker(F&& f) { f(tracker{stride, base, sizeof(value_type), 0, this, &splat_row}); }
+  static void splat_row(void* self, void* buffer, index_t n) {
+    auto& ev = *static_cast<load_eval*>(self);
+    auto* copies = static_cast<value_type*>(buffer);
+    const value_type v = *ev.row;
+    for (index_t k = 0; k < n; ++k) copies[k] = v;
+    ev.row = copies;
+  }
 };
 
 // The index itself: sum(idx[d] * stride[d]) (iota is an affine index with one unit stride).

@@ -53,6 +53,11 @@ void check_writable(const destination<T, R>& d, const char* who = "fuse::assign"
                       format_shape(d.strides) + " puts several elements on one address");
 }
 
+// The longest row that the CPU executor reads through rows of copies (iteration::splat): 256 KiB
+// of floats per such leaf and thread, so that [N, C, 224, 224] * scale[C, 1, 1] (rows of 50176)
+// qualifies.
+inline constexpr index_t splat_max_row = index_t(1) << 16;
+
 // The execution rank: at least 1, so a rank-0 destination is one row of one element.
 template <std::size_t R>
 inline constexpr std::size_t exec_rank = R == 0 ? 1 : R;
@@ -66,6 +71,9 @@ struct iteration {
   index_t shape[R];
   Eval eval;
   bool unit;  // every tracker and the output have stride 1 along the last axis
+  // Not unit, but would be if the memory leaves of stride 0 along the last axis were read from a
+  // row of copies of their element (backend/cpu/splat.hpp; the CPU executor does, CUDA does not).
+  bool splat = false;
 
   index_t size() const {
     index_t n = 1;
@@ -115,11 +123,22 @@ auto make_iteration(const destination<T, RD>& dst, const E& e) {
   std::copy(ostride.begin(), ostride.end(), it.out_stride);
 
   std::vector<index_t*> sets{it.out_stride};
-  it.eval.for_each_tracker([&](const tracker& t) { sets.push_back(t.stride); });
+  std::vector<bool> splattable{false};
+  it.eval.for_each_tracker([&](const tracker& t) {
+    sets.push_back(t.stride);
+    splattable.push_back(t.splat != nullptr);
+  });
   collapse_axes(it.shape, 0, R, sets);
   it.unit = true;
-  if (it.shape[R - 1] > 1)
-    for (auto* s : sets) it.unit = it.unit && s[R - 1] == 1;
+  if (it.shape[R - 1] > 1) {
+    bool splat = true;
+    for (std::size_t k = 0; k < sets.size(); ++k) {
+      const index_t s = sets[k][R - 1];
+      it.unit = it.unit && s == 1;
+      splat = splat && (s == 1 || (s == 0 && splattable[k]));
+    }
+    it.splat = !it.unit && splat && it.shape[R - 1] <= splat_max_row;
+  }
   return it;
 }
 

@@ -9,6 +9,7 @@
 #endif
 
 #include "fuse/backend/cpu/prefetch.hpp"
+#include "fuse/backend/cpu/splat.hpp"
 #include "fuse/backend/cpu/stream_store.hpp"
 #include "fuse/core/iteration.hpp"
 #include "fuse/core/shared_subtree.hpp"
@@ -84,9 +85,11 @@ void run_range(const It& it, const Ev& eval, index_t begin, index_t end) {
   for (std::size_t d = R - 1; d-- > 0;) outer[d] = o % it.shape[d], o /= it.shape[d];
   index_t i = begin % inner;
   stream_prefetch<R> pf(it, Stream);
+  const splat_rows splat(ev, Unit && it.splat, inner, std::integral_constant<std::size_t, R>{});
   while (begin < end) {
     const index_t stop = std::min(inner, i + (end - begin));
     ev.seek(outer);
+    if constexpr (Unit) splat.fill();
     auto* const row = out + row_offset<R>(it.out_stride, outer);
     if constexpr (Stream) {
       pf.seek(outer);
@@ -145,13 +148,13 @@ void run_cpu(const cpu& exec, const It& it) {
     using T = std::remove_pointer_t<decltype(it.out)>;
     with_shared(it.eval, shared, [&](const auto& ev) {
       if constexpr (can_stream_v<T>) {
-        if (it.unit && std::size_t(n) * sizeof(T) >= streaming_store_bytes) {
+        if ((it.unit || it.splat) && std::size_t(n) * sizeof(T) >= streaming_store_bytes) {
           run_range<true, true>(it, ev, b, e);
           stream_fence();  // before the join
           return;
         }
       }
-      if (it.unit) run_range<true, false>(it, ev, b, e);
+      if (it.unit || it.splat) run_range<true, false>(it, ev, b, e);
       else run_range<false, false>(it, ev, b, e);
     });
   };

@@ -116,11 +116,6 @@ void run_row(const It& it, Ev& ev, Phases& phases, const shared_plan* shared, ro
   if (next != nullptr) next->finish(n);
 }
 
-// Frees what ::operator new(size, align_val_t(64)) gave (the row buffer, of a trivial type).
-struct aligned_delete {
-  void operator()(void* p) const { ::operator delete(p, std::align_val_t(64)); }
-};
-
 // Rows [first, last); phase Cached (>= 0) shares its operand with the epilogue through a buffer.
 // online: the pair runs as one pass (row_online.hpp). Short rows run in batches (row_batch.hpp).
 template <bool Unit, int Cached, class It>

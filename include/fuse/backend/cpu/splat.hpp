@@ -1,0 +1,56 @@
+// fuse/backend/cpu/splat.hpp - rows of copies for the leaves that stay put along a row.
+//
+// x * scale[M, 1], or NCHW x * scale[C, 1, 1]: one leaf has stride 0 along the innermost axis, so
+// the row is not contiguous for every leaf, and the whole kernel ran the strided scalar loop (4-9x
+// a hand-written loop; a probe, 2026-12-03). Instead, after each seek, such a leaf's element is
+// copied along a per-thread buffer as long as the row and its row pointer is pointed there: every
+// leaf is then contiguous and the vectorised loop runs. The copies cost one store per element and
+// leaf, into L1 or L2 (rows of at most splat_max_row elements, core/iteration.hpp).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <new>
+#include <vector>
+
+#include "fuse/core/evaluator.hpp"
+
+namespace fuse::detail {
+
+// Frees what ::operator new(size, align_val_t(64)) gave (row buffers, of trivial types).
+struct aligned_delete {
+  void operator()(void* p) const { ::operator delete(p, std::align_val_t(64)); }
+};
+
+class splat_rows {
+ public:
+  // The leaves of `ev` (this thread's copy of the evaluator) with stride 0 along the last of R
+  // axes, for rows of n elements; none unless `on`.
+  template <std::size_t R, class Ev>
+  splat_rows(Ev& ev, bool on, index_t n, std::integral_constant<std::size_t, R>) : n_(n) {
+    if (!on) return;
+    std::size_t bytes = 0;
+    ev.for_each_tracker([&](const tracker& t) {
+      if (t.splat == nullptr || t.stride[R - 1] != 0) return;
+      leaves_.push_back({t.self, t.splat, bytes});
+      bytes += (static_cast<std::size_t>(n) * t.elem_bytes + 63) / 64 * 64;
+    });
+    if (bytes > 0) buffer_.reset(static_cast<unsigned char*>(::operator new(bytes, std::align_val_t(64))));
+  }
+  // After each seek: copies each leaf's element along its buffer and points the leaf there.
+  void fill() const {
+    for (const leaf& l : leaves_) l.splat(l.self, buffer_.get() + l.offset, n_);
+  }
+
+ private:
+  struct leaf {
+    void* self;
+    void (*splat)(void*, void*, index_t);
+    std::size_t offset;
+  };
+  index_t n_;
+  std::vector<leaf> leaves_;
+  std::unique_ptr<unsigned char[], aligned_delete> buffer_;
+};
+
+}  // namespace fuse::detail
