@@ -370,3 +370,17 @@ TEST_CASE("transpose, permute, slice and reshape of temporary tensors keep them 
     for (index_t j = 0; j < 7; j += 3) expect += at(x, shape<2>{i, j});
   CHECK(total == Approx(expect).epsilon(1e-6));
 }
+
+TEST_CASE("views: shape and strides as braced lists", "[core][view]") {
+  std::vector<float> buf(12);
+  for (std::size_t k = 0; k < buf.size(); ++k) buf[k] = float(k) + 0.5f;
+  auto braced = fuse::view(buf.data(), {3, 2}, {4, 2});  // every other element of rows of 4
+  auto spelled = fuse::view(buf.data(), shape<2>{3, 2}, shape<2>{4, 2});
+  static_assert(std::is_same_v<decltype(braced), decltype(spelled)>);
+  CHECK(braced.shape() == shape<2>{3, 2});
+  CHECK(braced.strides() == shape<2>{4, 2});
+  for (index_t i = 0; i < 3; ++i)
+    for (index_t j = 0; j < 2; ++j) CHECK(braced(i, j) == buf[std::size_t(4 * i + 2 * j)]);
+  // Errors as for the std::array form.
+  CHECK_THROWS_AS(fuse::view(buf.data(), {3, -2}, {4, 2}), fuse::shape_error);
+}

@@ -172,6 +172,48 @@ TEST_CASE("a repeated subexpression is evaluated once per element, only when the
   }
 }
 
+// An empty callable (a captureless lambda, a functor without members) held by fn::user had one
+// byte of indeterminate value, which the repeated-phase match and the plan's identity key
+// compared: softmax(map(f, x)) called f 4 times per element instead of 2, and its plan printed
+// a third phase (a probe, 2026-12-03).
+namespace {
+long empty_calls = 0;
+struct counting_identity {
+  float operator()(float v) const { return ++empty_calls, v; }
+};
+}  // namespace
+
+TEST_CASE("an empty callable is one value: softmax(map(f, x)) calls f twice per element", "[ops][map][shared]") {
+  const index_t m = 9, n = 67;
+  fuse::tensor<float, 2> x(m, n), y(m, n);
+  fill_random(x, -3, 3);
+  const fuse::cpu one{.threads = 1};
+  auto lambda = [](float v) { return ++empty_calls, v; };
+  empty_calls = 0;
+  fuse::assign(one, y, fuse::softmax(fuse::map(counting_identity{}, x), fuse::axis<-1>));
+  CHECK(empty_calls == 2 * m * n);  // the max phase, then the sum phase that keeps exp for the epilogue
+  empty_calls = 0;
+  fuse::assign(one, y, fuse::softmax(fuse::map(lambda, x), fuse::axis<-1>));
+  CHECK(empty_calls == 2 * m * n);
+  // The plan as for a callable with state (well-defined bytes): two phases, not three.
+  long unused = 0;
+  auto with_state = [c = &unused](float v) { return ++*c, v; };
+  const auto empty_plan = fuse::plan(fuse::softmax(fuse::map(lambda, x), fuse::axis<-1>));
+  const auto state_plan = fuse::plan(fuse::softmax(fuse::map(with_state, x), fuse::axis<-1>));
+  CHECK(empty_plan.kernels == 1);
+  CHECK(empty_plan.flops == state_plan.flops);
+  std::ostringstream printed;
+  printed << empty_plan;
+  CAPTURE(printed.str());
+  CHECK(printed.str().find("2 phases") != std::string::npos);
+  for (index_t r = 0; r < m; ++r) {
+    double mx = -1e300, s = 0;
+    for (index_t j = 0; j < n; ++j) mx = std::max(mx, double(x(r, j)));
+    for (index_t j = 0; j < n; ++j) s += std::exp(double(x(r, j)) - mx);
+    for (index_t j = 0; j < n; ++j) REQUIRE(near(y(r, j), std::exp(double(x(r, j)) - mx) / s, 1e-5, 1e-6));
+  }
+}
+
 // A standard-library callable brings namespace std into argument-dependent lookup: unqualified
 // apply(...) calls inside fuse met std::apply and were ambiguous (a probe, 2026-12-03).
 TEST_CASE("fuse::map with std callables: reused, eager, in softmax, squeezed", "[ops][map][std]") {

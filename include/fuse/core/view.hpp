@@ -124,6 +124,11 @@ template <class T, std::size_t R>
 constexpr auto view(T* data, const shape_t<R>& shape, const shape_t<R>& strides) {
   return strided_view<T, R>(data, detail::extents_from_shape<R, dextents<R>>(detail::checked_view_shape(shape)), strides);
 }
+// view(p, {3, 3}, {2, 2}): braced shape and strides (a braced list cannot deduce std::array's R).
+template <class T, std::size_t R>
+constexpr auto view(T* data, const index_t (&shape)[R], const index_t (&strides)[R]) {
+  return view(data, std::to_array(shape), std::to_array(strides));
+}
 template <class T, std::size_t N>
 constexpr auto view(std::span<T, N> s) {
   return view(s.data(), static_cast<index_t>(s.size()));
