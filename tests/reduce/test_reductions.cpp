@@ -558,3 +558,123 @@ TEST_CASE("squeeze of reduced axes: several axes, nested squeezes, destinations,
   CHECK_THROWS_AS(out = fuse::squeeze<1>(fuse::squeeze<0>(r)) + c, fuse::shape_error);
   for (index_t j = 0; j < m; ++j) CHECK(out(j) == 7.f);
 }
+
+namespace {
+// Per-output references of a reduction over the axes in mask M of a host tensor x: each element
+// goes to the output whose coordinates are its own with the reduced ones set to 0.
+template <std::uint32_t M, class T, std::size_t R>
+struct leading_ref {
+  std::vector<double> sum, max, min, prod;
+  index_t count = 1;
+  explicit leading_ref(const fuse::tensor<T, R>& x) {
+    const auto s = x.shape();
+    fuse::shape_t<R> out_stride{};
+    index_t out_size = 1;
+    for (std::size_t d = R; d-- > 0;) {
+      out_stride[d] = (M >> d) & 1u ? 0 : out_size;
+      if ((M >> d) & 1u) count *= s[d];
+      else out_size *= s[d];
+    }
+    sum.assign(std::size_t(out_size), 0.0), prod.assign(std::size_t(out_size), 1.0);
+    max.assign(std::size_t(out_size), -INFINITY), min.assign(std::size_t(out_size), INFINITY);
+    fuse::shape_t<R> idx{};
+    for (index_t i = 0; i < x.size(); ++i) {
+      index_t o = 0;
+      for (std::size_t d = 0; d < R; ++d) o += idx[d] * out_stride[d];
+      const double v = double(x.data()[i]);
+      sum[std::size_t(o)] += v, prod[std::size_t(o)] *= v;
+      max[std::size_t(o)] = (v > max[std::size_t(o)] || std::isnan(v)) ? v : max[std::size_t(o)];
+      min[std::size_t(o)] = (v < min[std::size_t(o)] || std::isnan(v)) ? v : min[std::size_t(o)];
+      for (std::size_t d = R; d-- > 0;) {
+        if (++idx[d] < s[d]) break;
+        idx[d] = 0;
+      }
+    }
+  }
+};
+
+// Every op of a reduction over mask M (given as `axes`) against the reference, on `exec`; x's values
+// positive (sums without cancellation, as the other tests here).
+template <std::uint32_t M, class T, std::size_t R, class Axes>
+void check_leading(const fuse::cpu& exec, const fuse::tensor<T, R>& x, Axes axes) {
+  const leading_ref<M, T, R> ref(x);
+  auto sum = fuse::eval(exec, fuse::sum(x, axes));
+  auto mean = fuse::eval(exec, fuse::mean(x, axes));
+  auto max = fuse::eval(exec, fuse::max(x, axes));
+  auto min = fuse::eval(exec, fuse::min(x, axes));
+  auto prod = fuse::eval(exec, fuse::prod(fuse::cast<double>(x) * 0.25 + 0.9, axes));
+  const leading_ref<M, double, R> pref(fuse::eval(fuse::cast<double>(x) * 0.25 + 0.9));
+  for (std::size_t k = 0; k < ref.sum.size(); ++k) {
+    CAPTURE(k);
+    REQUIRE(close(sum.data()[k], ref.sum[k], 1e-6, 1e-6));
+    REQUIRE(close(mean.data()[k], ref.sum[k] / double(ref.count), 1e-6, 1e-6));
+    REQUIRE(close(max.data()[k], ref.max[k], 0));
+    REQUIRE(close(min.data()[k], ref.min[k], 0));
+    REQUIRE(close(prod.data()[k], pref.prod[k], 1e-12));
+  }
+}
+}  // namespace
+
+TEST_CASE("reductions over leading axes, read in memory order: every op, ranks 2-4, threads, NaN") {
+  for (int threads : {1, 2, 3}) {
+    const fuse::cpu exec{.threads = threads};
+    CAPTURE(threads);
+    check_leading<0b1>(exec, random<float, 2>({37, 100}, 21, 0.5, 2.0), fuse::axis<0>);
+    check_leading<0b10>(exec, random<float, 3>({3, 300, 17}, 22, 0.5, 2.0), fuse::axis<1>);
+    check_leading<0b11>(exec, random<double, 3>({5, 7, 1031}, 23, 0.5, 2.0), fuse::axes<0, 1>);
+    check_leading<0b101>(exec, random<float, 4>({4, 3, 5, 64}, 24, 0.5, 2.0), fuse::axes<0, 2>);
+    // 1024 columns and more: several tiles per thread; 300 rows: flushes at 16 and 256 rows.
+    check_leading<0b1>(exec, random<float, 2>({300, 2500}, 25, 0.5, 2.0), fuse::axis<-2>);
+    // NaN in one column (in the middle of a 16-row group): that column's max, min and sum are NaN.
+    auto x = random<float, 2>({53, 40}, 26, 0.5, 2.0);
+    x(20, 7) = NAN;
+    check_leading<0b1>(exec, x, fuse::axis<0>);
+  }
+}
+
+TEST_CASE("reductions over leading axes: accuracy, integer types, destinations, stride-0 leaves, aliasing") {
+  // 2^16 equal float terms per column: the 16-row groups keep each accumulator's chain short.
+  fuse::tensor<float, 2> c(65536, 16);
+  for (index_t i = 0; i < c.size(); ++i) c.data()[i] = 0.52497673f;
+  const auto cs = fuse::eval(fuse::sum(c, fuse::axis<0>));
+  for (index_t j = 0; j < 16; ++j) CHECK(close(cs(0, j), 65536.0 * double(0.52497673f), 1e-6));
+
+  // int8 sums into int64 (NumPy), bool sums count.
+  fuse::tensor<std::int8_t, 2> i8(300, 20);
+  for (index_t i = 0; i < i8.size(); ++i) i8.data()[i] = std::int8_t((i * 37) % 201 - 100);
+  const auto is = fuse::eval(fuse::sum(i8, fuse::axis<0>));
+  static_assert(std::is_same_v<decltype(is)::value_type, std::int64_t>);
+  const auto bs = fuse::eval(fuse::sum(i8 > 0, fuse::axis<0>));
+  for (index_t j = 0; j < 20; ++j) {
+    std::int64_t s = 0, pos = 0;
+    for (index_t r = 0; r < 300; ++r) s += i8(r, j), pos += i8(r, j) > 0;
+    CHECK(is(0, j) == s);
+    CHECK(bs(0, j) == pos);
+  }
+
+  auto x = random<float, 2>({70, 33}, 27, 0.5, 2.0);
+  const leading_ref<0b1, float, 2> ref(x);
+  // A destination without the leading extent 1 (NumPy assignment), and a strided one.
+  fuse::tensor<float, 1> y(33);
+  y = fuse::sum(x, fuse::axis<0>);
+  std::vector<float> buf(66, -7.f);
+  auto every_other = fuse::view(buf.data(), fuse::shape_t<2>{1, 33}, fuse::shape_t<2>{0, 2});
+  every_other = fuse::sum(x, fuse::axis<0>);
+  for (index_t j = 0; j < 33; ++j) {
+    CHECK(close(y(j), ref.sum[std::size_t(j)], 1e-6, 1e-6));
+    CHECK(close(buf[std::size_t(2 * j)], ref.sum[std::size_t(j)], 1e-6, 1e-6));
+    CHECK(buf[std::size_t(2 * j + 1)] == -7.f);
+  }
+  // A leaf of stride 0 along the kept axis (per-row weights), read through a row of copies.
+  auto w = random<float, 2>({70, 1}, 28);
+  const auto ws = fuse::eval(fuse::sum(x * w, fuse::axis<0>));
+  for (index_t j = 0; j < 33; ++j) {
+    double s = 0;
+    for (index_t r = 0; r < 70; ++r) s += double(x(r, j)) * w(r, 0);
+    CHECK(close(ws(0, j), s, 1e-6, 1e-6));
+  }
+  // The destination is the operand's first row: the fresh-tensor result (the row kernel's rules).
+  auto top = fuse::slice<0>(x, 0, 1);
+  top = fuse::sum(x, fuse::axis<0>);
+  for (index_t j = 0; j < 33; ++j) CHECK(close(x(0, j), ref.sum[std::size_t(j)], 1e-6, 1e-6));
+}

@@ -6,6 +6,7 @@
 // element-for-element, e is evaluated into a temporary first.
 #pragma once
 
+#include "fuse/backend/cpu/column_reduce.hpp"
 #include "fuse/backend/cpu/executor.hpp"
 #include "fuse/backend/cpu/row_kernel.hpp"
 #include "fuse/backend/eager.hpp"
@@ -164,6 +165,8 @@ void assign_fused_as_is(const Exec& exec, D&& d, const E& e) {
     // root reduction would write once per row.
     via_temporary();
   } else {
+    if constexpr (std::is_same_v<Exec, cpu> && column_reducible_v<E>)
+      if (run_columns(exec, dst, e)) return;  // read in memory order (backend/cpu/column_reduce.hpp)
     using group = group_of<E>;
     constexpr std::size_t R = group::rank;
     pool_arena<typename allocator_for<Exec::space>::type> arena;
