@@ -678,3 +678,42 @@ TEST_CASE("reductions over leading axes: accuracy, integer types, destinations, 
   top = fuse::sum(x, fuse::axis<0>);
   for (index_t j = 0; j < 33; ++j) CHECK(close(x(0, j), ref.sum[std::size_t(j)], 1e-6, 1e-6));
 }
+
+TEST_CASE("reductions over rows shorter than a vector: every op, ranks 1-3, threads, empty rows, aliasing") {
+  for (int threads : {1, 2, 3}) {
+    const fuse::cpu exec{.threads = threads};
+    CAPTURE(threads);
+    check_leading<0b10>(exec, random<float, 2>({1001, 3}, 31, 0.5, 2.0), fuse::axis<-1>);
+    check_leading<0b100>(exec, random<double, 3>({7, 5, 15}, 32, 0.5, 2.0), fuse::axis<2>);
+    check_leading<0b1>(exec, random<float, 1>({9}, 33, 0.5, 2.0), fuse::axis<0>);
+    check_leading<0b10>(exec, random<float, 2>({77, 1}, 34, 0.5, 2.0), fuse::axis<1>);
+    auto x = random<float, 2>({40, 5}, 35, 0.5, 2.0);
+    x(17, 2) = NAN;
+    check_leading<0b10>(exec, x, fuse::axis<1>);
+  }
+  // Rows of length 0: sum 0, mean NaN (max raises: the empty-extents test above).
+  fuse::tensor<float, 2> none(6, 0);
+  const auto s0 = fuse::eval(fuse::sum(none, fuse::axis<-1>));
+  const auto m0 = fuse::eval(fuse::mean(none, fuse::axis<-1>));
+  for (index_t r = 0; r < 6; ++r) CHECK((s0(r, 0) == 0.f && std::isnan(m0(r, 0))));
+  // A per-row weight of stride 0 along the row, a strided destination, int16 into int64.
+  auto x = random<float, 2>({50, 3}, 36, 0.5, 2.0);
+  auto w = random<float, 2>({50, 1}, 37, 0.5, 2.0);
+  std::vector<float> buf(100, -7.f);
+  auto out = fuse::view(buf.data(), fuse::shape_t<2>{50, 1}, fuse::shape_t<2>{2, 0});
+  out = fuse::sum(x * w, fuse::axis<-1>);
+  fuse::tensor<std::int16_t, 2> i16(50, 3);
+  for (index_t i = 0; i < i16.size(); ++i) i16.data()[i] = std::int16_t(i * 997 % 60001 - 30000);
+  const auto is = fuse::eval(fuse::sum(i16, fuse::axis<-1>));
+  for (index_t r = 0; r < 50; ++r) {
+    const double want = (double(x(r, 0)) + x(r, 1) + x(r, 2)) * w(r, 0);
+    CHECK(close(buf[std::size_t(2 * r)], want, 1e-6));
+    CHECK(buf[std::size_t(2 * r + 1)] == -7.f);
+    CHECK(is(r, 0) == std::int64_t(i16(r, 0)) + i16(r, 1) + i16(r, 2));
+  }
+  // The destination is the operand's first column: the fresh-tensor result (the row kernel's rules).
+  const auto x0 = fuse::eval(x * 1.f);
+  auto first = fuse::slice<1>(x, 0, 1);
+  first = fuse::sum(x, fuse::axis<-1>);
+  for (index_t r = 0; r < 50; ++r) CHECK(close(x(r, 0), double(x0(r, 0)) + x0(r, 1) + x0(r, 2), 1e-6));
+}

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "fuse/backend/cpu/column_reduce.hpp"
+#include "fuse/backend/cpu/short_rows.hpp"
 #include "fuse/backend/cpu/executor.hpp"
 #include "fuse/backend/cpu/row_kernel.hpp"
 #include "fuse/backend/eager.hpp"
@@ -165,8 +166,12 @@ void assign_fused_as_is(const Exec& exec, D&& d, const E& e) {
     // root reduction would write once per row.
     via_temporary();
   } else {
+    // Root reductions that the row kernel reads badly: over leading axes (by columns) and over
+    // rows shorter than a vector (backend/cpu/column_reduce.hpp, short_rows.hpp).
     if constexpr (std::is_same_v<Exec, cpu> && column_reducible_v<E>)
-      if (run_columns(exec, dst, e)) return;  // read in memory order (backend/cpu/column_reduce.hpp)
+      if (run_columns(exec, dst, e)) return;
+    if constexpr (std::is_same_v<Exec, cpu> && short_row_reducible_v<E>)
+      if (run_short_rows(exec, dst, e)) return;
     using group = group_of<E>;
     constexpr std::size_t R = group::rank;
     pool_arena<typename allocator_for<Exec::space>::type> arena;

@@ -11,7 +11,9 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "fuse/backend/cpu/executor.hpp"
@@ -33,6 +35,39 @@ template <class Op, std::uint32_t M, class C>
 inline constexpr bool column_reducible_v<reduce_expr<Op, M, true, C>> =
     (C::rank >= 2) && !((M >> (C::rank - 1)) & 1u) && reduction_count_v<C> == 0;
 
+// Whether the operand evaluator ev (over `shape`) can be read row by row along its last axis by a
+// loop off the row kernel: every leaf contiguous along it, or of stride 0 there (read through a
+// row of copies: `splats` is set), and none overlapping the destination (the row kernel's
+// aliasing rules apply there).
+template <std::size_t R, class Ev, class T, std::size_t RD>
+bool reads_by_rows(Ev& ev, const shape_t<R>& shape, const destination<T, RD>& dst, bool& splats) {
+  const auto out = byte_range<RD>(dst.data, sizeof(T), dst.shape.data(), dst.strides.data());
+  bool usable = true;
+  splats = false;
+  ev.for_each_tracker([&](const tracker& t) {
+    const index_t s = t.stride[R - 1];
+    splats = splats || s == 0;
+    usable = usable && (s == 1 || (s == 0 && t.splat != nullptr));
+    if (t.base == nullptr) return;
+    const auto in = t.span > 0 ? std::array<std::uintptr_t, 2>{reinterpret_cast<std::uintptr_t>(t.base),
+                                                                reinterpret_cast<std::uintptr_t>(t.base) +
+                                                                    std::uintptr_t(t.span) * t.elem_bytes - 1}
+                               : byte_range<R>(t.base, t.elem_bytes, shape.data(), t.stride);
+    if (in[0] <= in[1] && out[0] <= out[1] && in[0] <= out[1] && out[0] <= in[1]) usable = false;
+  });
+  return usable;
+}
+
+// Offset in dst (e's shape, leading extents of 1 possibly dropped) of the result at the first R - 1
+// indices idx of the operand (reduced ones 0).
+template <std::size_t R, class T, std::size_t RD>
+index_t result_offset(const destination<T, RD>& dst, const index_t* idx) {
+  index_t at = 0;
+  for (std::size_t d = 0; d + 1 < R; ++d)
+    if (d + RD >= R) at += idx[d] * dst.strides[d + RD - R];
+  return at;
+}
+
 // Runs the column_reducible_v reduction e into dst (e's shape, leading extents of 1 possibly
 // dropped). False, with nothing done, where the row kernel should run instead: a short last axis,
 // an operand that is not contiguous along it, or a destination that overlaps the operand (the
@@ -49,21 +84,8 @@ bool run_columns(const cpu& exec, const destination<T, RD>& dst, const E& e) {
   const index_t n = shape[R - 1];
   if (n < column_min_extent || n > splat_max_row) return false;
   auto ev = e.child.template evaluator<R, 0>(shape);
-
-  const auto out = byte_range<RD>(dst.data, sizeof(T), dst.shape.data(), dst.strides.data());
-  bool usable = true, splats = false;
-  ev.for_each_tracker([&](const tracker& t) {
-    const index_t s = t.stride[R - 1];
-    splats = splats || s == 0;
-    usable = usable && (s == 1 || (s == 0 && t.splat != nullptr));
-    if (t.base == nullptr) return;
-    const auto in = t.span > 0 ? std::array<std::uintptr_t, 2>{reinterpret_cast<std::uintptr_t>(t.base),
-                                                                reinterpret_cast<std::uintptr_t>(t.base) +
-                                                                    std::uintptr_t(t.span) * t.elem_bytes - 1}
-                               : byte_range<R>(t.base, t.elem_bytes, shape.data(), t.stride);
-    if (in[0] <= in[1] && out[0] <= out[1] && in[0] <= out[1] && out[0] <= in[1]) usable = false;
-  });
-  if (!usable) return false;
+  bool splats = false;
+  if (!reads_by_rows(ev, shape, dst, splats)) return false;
 
   index_t kept = 1, reduced = 1;
   for (std::size_t d = 0; d + 1 < R; ++d) ((M >> d) & 1u ? reduced : kept) *= shape[d];
@@ -85,11 +107,10 @@ bool run_columns(const cpu& exec, const destination<T, RD>& dst, const E& e) {
       const index_t j0 = (item % tiles) * tile, w = std::min(n, j0 + tile) - j0;
       // The kept axes from item / tiles (row-major), the reduced ones from 0; and the output row.
       index_t idx[R - 1] = {};
-      index_t o = item / tiles, at = 0;
+      index_t o = item / tiles;
       for (std::size_t d = R - 1; d-- > 0;)
         if (!((M >> d) & 1u)) idx[d] = o % shape[d], o /= shape[d];
-      for (std::size_t d = 0; d + 1 < R; ++d)
-        if (d + RD >= R) at += idx[d] * dst.strides[d + RD - R];
+      const index_t at = result_offset<R>(dst, idx);
       Acc* const a16 = rows16.get();
       Acc* const a256 = rows256.get();
       Total* const tot = total.get();
