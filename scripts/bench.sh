@@ -7,7 +7,7 @@
 # baseline of softmax [64, 262144] moved 28.9 -> 43.9 GB/s between two plain runs, while the
 # ratios of two interleaved runs agreed within 0.03).
 #   scripts/bench.sh                  both benchmarks
-#   scripts/bench.sh reduce           bench_reduce only (or: elementwise)
+#   scripts/bench.sh reduce           bench_reduce only (or: elementwise, layouts)
 #   scripts/bench.sh reduce --benchmark_filter='^softmax/'   extra flags go to the benchmark
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,8 +15,8 @@ which="${1:-all}"
 [ $# -gt 0 ] && shift
 case "$which" in
   all) targets=(elementwise reduce) ;;
-  elementwise | reduce) targets=("$which") ;;
-  *) echo "unknown benchmark: $which (all, elementwise, reduce)" >&2; exit 2 ;;
+  elementwise | reduce | layouts) targets=("$which") ;;
+  *) echo "unknown benchmark: $which (all, elementwise, reduce, layouts)" >&2; exit 2 ;;
 esac
 scripts/install-deps.sh
 cmake -S . -B build/bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DFUSE_BUILD_TESTS=OFF -DFUSE_BUILD_EXAMPLES=OFF \

@@ -458,6 +458,11 @@ TEST_CASE("an expression assigned to another rebinds it and never writes into it
   CHECK(fuse::eval(s)(1, 0) == fuse::eval(fuse::sum(b, fuse::axis<1>))(1, 0));
   CHECK(fuse::eval(t)(0, 3) == b(2, 3));
 
+  // A view of a temporary tensor rebinds too (its view's `=` would write into the freed buffer).
+  auto ta = fuse::transpose(fuse::eval(a * 3.f));
+  ta = fuse::transpose(fuse::eval(b * 3.f));
+  CHECK(ta(4, 1) == 3.f * b(1, 4));
+
   auto e1 = a * 2.f, e2 = b * 2.f;
   std::swap(e1, e2);
   std::vector<decltype(e1)> list{a * 2.f, b * 2.f, a * 2.f};
@@ -499,6 +504,12 @@ TEST_CASE("compound assignment: x += e, -=, *=, /= write x op e in place", "[cor
   CHECK(n(0) == 4);
   CHECK(n(1) == -1);
   CHECK(n(2) == 11);
+  // On a temporary view the result is the view, by value (a reference would dangle).
+  std::vector<float> raw{1.f, 2.f, 3.f};
+  auto after = (fuse::view(raw.data(), 3) += 1.f);
+  static_assert(!std::is_reference_v<decltype(fuse::view(raw.data(), 3) += 1.f)>);
+  CHECK(after(2) == 4.f);
+  CHECK(raw[0] == 2.f);
   // Shape errors as assign's: nothing written.
   fuse::tensor<float, 1> wrong(4);
   const auto before = fuse::eval(x * 1.f);

@@ -602,15 +602,14 @@ void check_leading(const fuse::cpu& exec, const fuse::tensor<T, R>& x, Axes axes
   auto mean = fuse::eval(exec, fuse::mean(x, axes));
   auto max = fuse::eval(exec, fuse::max(x, axes));
   auto min = fuse::eval(exec, fuse::min(x, axes));
-  auto prod = fuse::eval(exec, fuse::prod(fuse::cast<double>(x) * 0.25 + 0.9, axes));
-  const leading_ref<M, double, R> pref(fuse::eval(fuse::cast<double>(x) * 0.25 + 0.9));
+  auto prod = fuse::eval(exec, fuse::prod(x, axes));
   for (std::size_t k = 0; k < ref.sum.size(); ++k) {
     CAPTURE(k);
     REQUIRE(close(sum.data()[k], ref.sum[k], 1e-6, 1e-6));
     REQUIRE(close(mean.data()[k], ref.sum[k] / double(ref.count), 1e-6, 1e-6));
     REQUIRE(close(max.data()[k], ref.max[k], 0));
     REQUIRE(close(min.data()[k], ref.min[k], 0));
-    REQUIRE(close(prod.data()[k], pref.prod[k], 1e-12));
+    REQUIRE(close(prod.data()[k], ref.prod[k], 1e-4));  // up to 300 float products
   }
 }
 }  // namespace
@@ -621,10 +620,8 @@ TEST_CASE("reductions over leading axes, read in memory order: every op, ranks 2
     CAPTURE(threads);
     check_leading<0b1>(exec, random<float, 2>({37, 100}, 21, 0.5, 2.0), fuse::axis<0>);
     check_leading<0b10>(exec, random<float, 3>({3, 300, 17}, 22, 0.5, 2.0), fuse::axis<1>);
-    check_leading<0b11>(exec, random<double, 3>({5, 7, 1031}, 23, 0.5, 2.0), fuse::axes<0, 1>);
+    check_leading<0b11>(exec, random<float, 3>({5, 7, 1031}, 23, 0.5, 2.0), fuse::axes<0, 1>);
     check_leading<0b101>(exec, random<float, 4>({4, 3, 5, 64}, 24, 0.5, 2.0), fuse::axes<0, 2>);
-    // 1024 columns and more: several tiles per thread; 300 rows: flushes at 16 and 256 rows.
-    check_leading<0b1>(exec, random<float, 2>({300, 2500}, 25, 0.5, 2.0), fuse::axis<-2>);
     // NaN in one column (in the middle of a 16-row group): that column's max, min and sum are NaN.
     auto x = random<float, 2>({53, 40}, 26, 0.5, 2.0);
     x(20, 7) = NAN;
@@ -632,12 +629,18 @@ TEST_CASE("reductions over leading axes, read in memory order: every op, ranks 2
   }
 }
 
-TEST_CASE("reductions over leading axes: accuracy, integer types, destinations, stride-0 leaves, aliasing") {
+TEST_CASE("reductions over leading axes: many rows and columns, accuracy", "[large]") {
+  // 1024 columns and more: several tiles per thread; 300 rows: flushes at 16 and 256 rows.
+  for (int threads : {1, 2})
+    check_leading<0b1>(fuse::cpu{.threads = threads}, random<float, 2>({300, 2500}, 25, 0.5, 2.0), fuse::axis<-2>);
   // 2^16 equal float terms per column: the 16-row groups keep each accumulator's chain short.
   fuse::tensor<float, 2> c(65536, 16);
   for (index_t i = 0; i < c.size(); ++i) c.data()[i] = 0.52497673f;
   const auto cs = fuse::eval(fuse::sum(c, fuse::axis<0>));
   for (index_t j = 0; j < 16; ++j) CHECK(close(cs(0, j), 65536.0 * double(0.52497673f), 1e-6));
+}
+
+TEST_CASE("reductions over leading axes: integer types, destinations, stride-0 leaves, aliasing") {
 
   // int8 sums into int64 (NumPy), bool sums count.
   fuse::tensor<std::int8_t, 2> i8(300, 20);
@@ -673,6 +676,15 @@ TEST_CASE("reductions over leading axes: accuracy, integer types, destinations, 
     for (index_t r = 0; r < 70; ++r) s += double(x(r, j)) * w(r, 0);
     CHECK(close(ws(0, j), s, 1e-6, 1e-6));
   }
+  // The same over more columns than a tile: each tile copies only its own columns.
+  auto wide = random<float, 2>({20, 2100}, 29, 0.5, 2.0);
+  auto w20 = random<float, 2>({20, 1}, 30, 0.5, 2.0);
+  const auto wide_sum = fuse::eval(fuse::cpu{.threads = 2}, fuse::sum(wide * w20, fuse::axis<0>));
+  for (index_t j = 0; j < 2100; j += 7) {
+    double s = 0;
+    for (index_t r = 0; r < 20; ++r) s += double(wide(r, j)) * w20(r, 0);
+    CHECK(close(wide_sum(0, j), s, 1e-6, 1e-6));
+  }
   // The destination is the operand's first row: the fresh-tensor result (the row kernel's rules).
   auto top = fuse::slice<0>(x, 0, 1);
   top = fuse::sum(x, fuse::axis<0>);
@@ -684,7 +696,7 @@ TEST_CASE("reductions over rows shorter than a vector: every op, ranks 1-3, thre
     const fuse::cpu exec{.threads = threads};
     CAPTURE(threads);
     check_leading<0b10>(exec, random<float, 2>({1001, 3}, 31, 0.5, 2.0), fuse::axis<-1>);
-    check_leading<0b100>(exec, random<double, 3>({7, 5, 15}, 32, 0.5, 2.0), fuse::axis<2>);
+    check_leading<0b100>(exec, random<float, 3>({7, 5, 15}, 32, 0.5, 2.0), fuse::axis<2>);
     check_leading<0b1>(exec, random<float, 1>({9}, 33, 0.5, 2.0), fuse::axis<0>);
     check_leading<0b10>(exec, random<float, 2>({77, 1}, 34, 0.5, 2.0), fuse::axis<1>);
     auto x = random<float, 2>({40, 5}, 35, 0.5, 2.0);

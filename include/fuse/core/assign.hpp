@@ -251,8 +251,12 @@ void assign(D&& y, E&& e) {
   template <expression D, operand E>                                                          \
     requires(requires(std::remove_cvref_t<D>& d) { d.data(); d.strides(); })                 \
   decltype(auto) operator OP##=(D&& x, E&& e) {                                               \
+    static_assert(!(#OP[0] == '/' && std::is_integral_v<typename std::remove_cvref_t<D>::value_type>), \
+                  "fuse::operator/=: an integer x: true division runs in double (int64 values above " \
+                  "2^53 would change) and NumPy raises for it; write x = fuse::cast<...>(x / e)");  \
     assign(x, x OP std::forward<E>(e));                                                       \
-    return std::forward<D>(x);                                                                \
+    if constexpr (std::is_lvalue_reference_v<D>) return (x);                                  \
+    else return std::remove_cvref_t<D>(std::move(x)); /* a temporary view: by value, not D&& */ \
   }
 FUSE_COMPOUND_ASSIGN(+)
 FUSE_COMPOUND_ASSIGN(-)

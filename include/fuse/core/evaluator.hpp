@@ -55,7 +55,7 @@ struct tracker {
   // buffer[0, n) with the element its row pointer points at and points the row there (the CPU
   // executor's contiguous loop over a leaf of stride 0 along the row: backend/cpu/splat.hpp).
   void* self = nullptr;
-  void (*splat)(void* self, void* buffer, index_t n) = nullptr;
+  void (*splat)(void* self, void* buffer, index_t from, index_t count) = nullptr;
 };
 
 // The per-row value of a reduction that runs inside the same kernel (a phase of a row kernel):
@@ -98,11 +98,11 @@ struct load_eval {
   }
   template <class F>
   void for_each_tracker(F&& f) { f(tracker{stride, base, sizeof(value_type), 0, this, &splat_row}); }
-  static void splat_row(void* self, void* buffer, index_t n) {
+  static void splat_row(void* self, void* buffer, index_t from, index_t count) {
     auto& ev = *static_cast<load_eval*>(self);
     auto* copies = static_cast<value_type*>(buffer);
     const value_type v = *ev.row;
-    for (index_t k = 0; k < n; ++k) copies[k] = v;
+    for (index_t k = from; k < from + count; ++k) copies[k] = v;
     ev.row = copies;
   }
 };

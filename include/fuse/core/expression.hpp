@@ -23,6 +23,8 @@ enum class memory_space { any, host, device };
   Self(const Self&) = default;                                                                       \
   Self(Self&&) = default;                                                                            \
   Self& operator=(const Self& o) {                                                                   \
+    static_assert(std::is_nothrow_move_constructible_v<Self>,                                        \
+                  "fuse: a node whose callable may throw when moved cannot be reassigned");          \
     if (this != &o) {                                                                                \
       Self copy(o);                                                                                  \
       std::destroy_at(this);                                                                         \
@@ -31,6 +33,8 @@ enum class memory_space { any, host, device };
     return *this;                                                                                    \
   }                                                                                                  \
   Self& operator=(Self&& o) noexcept {                                                               \
+    static_assert(std::is_nothrow_move_constructible_v<Self>,                                        \
+                  "fuse: a node whose callable may throw when moved cannot be reassigned");          \
     if (this != &o) {                                                                                \
       std::destroy_at(this);                                                                         \
       std::construct_at(this, std::move(o));                                                         \

@@ -32,7 +32,10 @@ inline constexpr bool is_floating_v = std::is_floating_point_v<compute_t<T>>;
 // structs passed the trivially-copyable test and failed deep inside the nodes.
 template <class T>
 inline constexpr bool is_element_v = (std::is_arithmetic_v<T> && !std::is_same_v<std::remove_cv_t<T>, long double>) ||
-                                     (std::is_class_v<T> && std::is_trivially_copyable_v<T> && std::is_convertible_v<T, float>);
+                                     (std::is_class_v<T> && std::is_trivially_copyable_v<T> &&
+                                      // 16-bit number classes: __half / __nv_bfloat16 have no float
+                                      // conversion under -D__CUDA_NO_HALF_CONVERSIONS__ (PyTorch's flags)
+                                      (std::is_convertible_v<T, float> || sizeof(T) == 2));
 
 // Value type and weakness of an operand.
 template <class V, bool Weak>

@@ -169,6 +169,9 @@ class owned_view : public expr_tag {
   static constexpr shape_t<rank> static_shape = View::static_shape;
 
   owned_view(const View& v, std::shared_ptr<const void> owner) : view_(v), owner_(std::move(owner)) {}
+  // A leaf held by a node, not a destination: `=` from another owned_view rebinds (view_'s own `=`
+  // would write elements into this buffer, then owner_ would free it under view_).
+  FUSE_NODE_IS_A_VALUE(owned_view)
 
   shape_t<rank> shape() const { return view_.shape(); }
   // Read access as the view gives it (x(i, j), extent, size, strides); writing is a compile error.
@@ -208,6 +211,12 @@ class keep_alive {
   keep_alive() = default;
   explicit keep_alive(std::shared_ptr<const void> p) : p_(p ? new std::shared_ptr<const void>(std::move(p)) : nullptr) {}
   FUSE_HOST_DEVICE keep_alive(const keep_alive& o) { share(o); }
+  // Moves steal the pointer (no allocation), so nodes holding one move without throwing.
+  FUSE_HOST_DEVICE keep_alive(keep_alive&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
+  FUSE_HOST_DEVICE keep_alive& operator=(keep_alive&& o) noexcept {
+    if (this != &o) release(), p_ = o.p_, o.p_ = nullptr;
+    return *this;
+  }
   FUSE_HOST_DEVICE keep_alive& operator=(const keep_alive& o) {
     if (this != &o) release(), share(o);
     return *this;

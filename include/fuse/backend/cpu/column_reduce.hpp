@@ -119,7 +119,7 @@ bool run_columns(const cpu& exec, const destination<T, RD>& dst, const E& e) {
       std::fill_n(tot, w, Op::template identity<Total>());
       for (index_t r = 0; r < reduced; ++r) {
         my.seek(idx);
-        splat.fill();
+        splat.fill(j0, w);  // only this tile's columns: the whole row would be n / tile times the work
         FUSE_SIMD_LOOP
         for (index_t j = 0; j < w; ++j) a16[j] = Op::combine(a16[j], static_cast<Acc>(my.template at<true>(j0 + j)));
         if (r % 16 == 15) {

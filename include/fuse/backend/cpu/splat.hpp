@@ -37,15 +37,17 @@ class splat_rows {
     });
     if (bytes > 0) buffer_.reset(static_cast<unsigned char*>(::operator new(bytes, std::align_val_t(64))));
   }
-  // After each seek: copies each leaf's element along its buffer and points the leaf there.
-  void fill() const {
-    for (const leaf& l : leaves_) l.splat(l.self, buffer_.get() + l.offset, n_);
+  // After each seek: copies each leaf's element along [from, from + count) of its buffer (the
+  // columns the caller reads: a column tile reads <= 1024 of a row of up to 65536) and points the
+  // leaf there.
+  void fill(index_t from = 0, index_t count = -1) const {
+    for (const leaf& l : leaves_) l.splat(l.self, buffer_.get() + l.offset, from, count < 0 ? n_ - from : count);
   }
 
  private:
   struct leaf {
     void* self;
-    void (*splat)(void*, void*, index_t);
+    void (*splat)(void*, void*, index_t, index_t);
     std::size_t offset;
   };
   index_t n_;
