@@ -3,6 +3,8 @@
 //   channel_affine  y = x * scale[C, 1, 1] + shift[C, 1, 1] on NCHW [16, 64, 112, 112] (a
 //                   batch-norm epilogue: leaves of stride 0 along the rows, backend/cpu/splat.hpp)
 //   column_sum      sum(x, axis<0>) on [8192, 4096] (backend/cpu/column_reduce.hpp)
+//   embedding       take(table[50257, 768], ids[16384]) -> [16384, 768], GPT-2's token lookup
+//                   (one table row per index: core/evaluator.hpp, take_eval)
 #include "bench_common.hpp"
 
 #if defined(_OPENMP)
@@ -88,6 +90,45 @@ void column_hand(benchmark::State& s) {
   bench::set_bytes(s, d.bytes());
 }
 
+constexpr index_t kVocab = 50257, kEmbed = 768, kTokens = 16384;
+
+struct embedding_data {
+  fuse::tensor<float, 2> table{kVocab, kEmbed}, y{kTokens, kEmbed};
+  fuse::tensor<std::int32_t, 1> ids{kTokens};
+  embedding_data() {
+    bench::fill_random(table, 5);
+    std::uint64_t h = 6;
+    for (index_t t = 0; t < kTokens; ++t) h = h * 6364136223846793005ull + 1442695040888963407ull, ids(t) = std::int32_t((h >> 33) % kVocab);
+  }
+  // The rows read, the output written and the indices.
+  double bytes() const { return 2.0 * double(kTokens * kEmbed) * sizeof(float) + double(kTokens) * sizeof(std::int32_t); }
+};
+
+template <class Exec>
+void embedding_fuse(benchmark::State& s, Exec exec) {
+  embedding_data d;
+  fuse::assign(exec, d.y, fuse::take(d.table, d.ids));
+  for (auto _ : s) fuse::assign(exec, d.y, fuse::take(d.table, d.ids)), benchmark::ClobberMemory();
+  bench::set_bytes(s, d.bytes());
+}
+
+void embedding_hand(benchmark::State& s) {
+  embedding_data d;
+  const float* __restrict__ table = d.table.data();
+  const std::int32_t* __restrict__ ids = d.ids.data();
+  float* __restrict__ y = d.y.data();
+  for (auto _ : s) {
+#pragma omp parallel for schedule(static)
+    for (index_t t = 0; t < kTokens; ++t) {
+      const float* row = table + index_t(ids[t]) * kEmbed;
+#pragma omp simd
+      for (index_t k = 0; k < kEmbed; ++k) y[t * kEmbed + k] = row[k];
+    }
+    benchmark::ClobberMemory();
+  }
+  bench::set_bytes(s, d.bytes());
+}
+
 const auto reg = [] {
   auto add = [](const char* name, auto fn) {
     benchmark::RegisterBenchmark(name, fn)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(0.5);
@@ -100,6 +141,10 @@ const auto reg = [] {
   add("column_sum/fused", [](benchmark::State& s) { column_fuse(s, fuse::cpu{}); });
   add("column_sum/eager", [](benchmark::State& s) { column_fuse(s, fuse::eager(fuse::cpu{})); });
   add("column_sum/hand", column_hand);
+  add("embedding/copy", [](benchmark::State& s) { bench::copy_baseline(s, embedding_data{}.bytes()); });
+  add("embedding/fused", [](benchmark::State& s) { embedding_fuse(s, fuse::cpu{}); });
+  add("embedding/eager", [](benchmark::State& s) { embedding_fuse(s, fuse::eager(fuse::cpu{})); });
+  add("embedding/hand", embedding_hand);
   return 0;
 }();
 

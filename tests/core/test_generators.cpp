@@ -108,6 +108,68 @@ TEST_CASE("take: embedding lookup with int32 and int64 indices of rank 1 and 2",
   check_take<std::int32_t, 1>(shape<1>{0}, 5, 8, 412);            // no rows
 }
 
+TEST_CASE("take: one table row per index at any row length, in broadcasts, reductions and strided outputs",
+          "[core][generators][take]") {
+  // Rows shorter than the row copies' 16 elements, odd ones, and longer than their 2^16: each runs
+  // as a copy of one table row per index (take_eval::row_start), not a gather per element.
+  for (index_t D : {2, 5, 17, 70001}) check_take<std::int32_t, 1>(shape<1>{7}, 13, D, 420 + std::uint64_t(D));
+  check_take<std::int64_t, 2>(shape<2>{3, 0}, 5, 8, 421);  // no indices
+  check_take<std::int32_t, 1>(shape<1>{4}, 6, 0, 422);     // rows of no elements
+
+  auto table = random_tensor<float, 2>({10, 20}, 423);
+  fuse::tensor<std::int32_t, 1> ids(5);
+  const std::int32_t picks[] = {9, 0, 9, 3, 7};
+  for (index_t k = 0; k < 5; ++k) ids(k) = picks[k];
+  auto row = [&](index_t t, index_t k) { return at(table, shape<2>{index_t(picks[t]), k}); };
+  auto g = fuse::take(table, ids);
+
+  // Broadcast over a batch axis, into a strided destination (every other column of a wider tensor).
+  auto x = random_tensor<float, 3>({3, 5, 20}, 424);
+  auto ref = [&](const shape<3>& i) { return at(x, i) - row(i[1], i[2]); };
+  check_all(fuse::eval(x - g), ref);
+  auto wide = random_tensor<float, 3>({3, 5, 40}, 425);
+  auto every_other = fuse::slice<2>(wide, 0, 40, 2);
+  every_other = x - g;
+  check_all(every_other, ref);
+
+  // Reductions of the gathered rows: along them (one short-row pass, the row kernel) and across
+  // them (the column path).
+  check_all(fuse::eval(fuse::sum(g, fuse::axis<-1>)), [&](const shape<2>& i) {
+    double s = 0;
+    for (index_t k = 0; k < 20; ++k) s += row(i[0], k);
+    return s;
+  });
+  auto narrow = random_tensor<float, 2>({10, 6}, 427);
+  check_all(fuse::eval(fuse::sum(fuse::take(narrow, ids), fuse::axis<-1>)), [&](const shape<2>& i) {
+    double s = 0;
+    for (index_t k = 0; k < 6; ++k) s += at(narrow, shape<2>{index_t(picks[i[0]]), k});
+    return s;
+  });
+  check_all(fuse::eval(fuse::softmax(g)), [&](const shape<2>& i) {
+    double m = -INFINITY, s = 0;
+    for (index_t k = 0; k < 20; ++k) m = std::max(m, row(i[0], k));
+    for (index_t k = 0; k < 20; ++k) s += std::exp(row(i[0], k) - m);
+    return std::exp(row(i[0], i[1]) - m) / s;
+  });
+  check_all(fuse::eval(fuse::sum(g, fuse::axis<0>)), [&](const shape<2>& i) {
+    double s = 0;
+    for (index_t t = 0; t < 5; ++t) s += row(t, i[1]);
+    return s;
+  });
+
+  // Rows along the indices: a rank-1 table gathered by a [3, 5] index array, and the gathered rows
+  // read down their columns (a transposed destination).
+  auto t1 = random_tensor<float, 1>({10}, 426);
+  fuse::tensor<std::int64_t, 2> ids2(3, 5);
+  for (index_t k = 0; k < 15; ++k) ids2.data()[k] = (k * 7) % 10;
+  check_all(fuse::eval(fuse::take(t1, ids2) * 3.f), [&](const shape<2>& i) {
+    return 3.0 * at(t1, shape<1>{index_t((i[0] * 5 + i[1]) * 7 % 10)});
+  });
+  fuse::tensor<float, 2> yt(20, 5);
+  fuse::transpose(yt) = g;
+  check_all(yt, [&](const shape<2>& i) { return row(i[1], i[0]); });
+}
+
 TEST_CASE("take: rank-1 and rank-3 tables, strided tables and indices", "[core][generators][take]") {
   auto t1 = random_tensor<double, 1>({20}, 413);
   std::vector<std::int64_t> ids = {19, 0, 3, 3, 7, 18};

@@ -56,6 +56,8 @@ struct tracker {
   // executor's contiguous loop over a leaf of stride 0 along the row: backend/cpu/splat.hpp).
   void* self = nullptr;
   void (*splat)(void* self, void* buffer, index_t from, index_t count) = nullptr;
+  // The splat of a leaf that the unit loop does not read (take's indices): no copies needed.
+  static void no_copies(void*, void*, index_t, index_t) {}
 };
 
 // The per-row value of a reduction that runs inside the same kernel (a phase of a row kernel):
@@ -237,6 +239,13 @@ struct slot_eval {
 
 // Gather: table[indices[outer axes], inner axes]. The index comes from a child evaluator; the
 // table offset is index * row_stride plus an affine offset over the trailing (table) axes.
+//
+// A unit-stride row reads one table row: the index is the same along it. (Along every output axis
+// the index or the table has stride 0: the indices own the leading axes, the table the trailing
+// ones. So a row with stride 1 in the table has stride 0 in the index, and a row along an index
+// axis has stride 0 in the table and never runs as unit, unless it is one element long.) seek
+// therefore looks the row's index up once, and the unit loop is a contiguous copy of that table
+// row, not a gather per element (an embedding lookup ran 9x a hand-written loop).
 template <class T, std::size_t R, class IndexEval>
 struct take_eval {
   using value_type = std::remove_const_t<T>;
@@ -247,17 +256,23 @@ struct take_eval {
   index_t table_elements;  // the span of the table in elements, for overlap checks
   index_t row = 0;
   index_t table_low = 0;   // offset of the table's lowest element from base (<= 0: negative strides)
+  index_t row_start = 0;   // offset of the row's first element: its index * row_stride + row
 
+  // Rows are sought only where they have elements, so the index at 0 exists.
   FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t* outer) {
     row = row_offset<R>(stride, outer);
     index.seek(outer);
+    row_start = static_cast<index_t>(index.template at<true>(0)) * row_stride + row;
   }
   FUSE_HOST_DEVICE FUSE_INLINE void bind(const row_slot* slots) { index.bind(slots); }
   template <bool Unit, class... Env>
   FUSE_HOST_DEVICE FUSE_INLINE value_type at(index_t i, const Env&...) const {
-    const index_t k = static_cast<index_t>(index.template at<Unit>(i));
-    if constexpr (Unit) return base[k * row_stride + row + i];
-    else return base[k * row_stride + row + i * stride[R - 1]];
+    if constexpr (Unit) {
+      return base[row_start + i];
+    } else {
+      const index_t k = static_cast<index_t>(index.template at<false>(i));
+      return base[k * row_stride + row + i * stride[R - 1]];
+    }
   }
   template <int V>
   FUSE_HOST_DEVICE FUSE_INLINE lanes<value_type, V> at_vec(index_t i) const {
@@ -268,7 +283,13 @@ struct take_eval {
   template <class F>
   void for_each_tracker(F&& f) {
     f(tracker{stride, base + table_low, sizeof(value_type), table_elements});  // read through an index: not affine
-    index.for_each_tracker(f);
+    // The indices have stride 0 along a table row: the CPU executor may run such a row as unit
+    // stride (backend/cpu/splat.hpp), and the unit loop never reads the index, so there is nothing
+    // to copy along the row.
+    index.for_each_tracker([&](tracker t) {
+      t.splat = &tracker::no_copies;
+      f(t);
+    });
   }
 };
 

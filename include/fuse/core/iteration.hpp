@@ -123,23 +123,26 @@ auto make_iteration(const destination<T, RD>& dst, const E& e) {
   std::copy(ostride.begin(), ostride.end(), it.out_stride);
 
   std::vector<index_t*> sets{it.out_stride};
-  std::vector<bool> splattable{false};
+  std::vector<bool> splattable{false}, copied{false};
   it.eval.for_each_tracker([&](const tracker& t) {
     sets.push_back(t.stride);
     splattable.push_back(t.splat != nullptr);
+    copied.push_back(t.splat != nullptr && t.splat != &tracker::no_copies);
   });
   collapse_axes(it.shape, 0, R, sets);
   it.unit = true;
   if (it.shape[R - 1] > 1) {
-    bool splat = true;
+    bool splat = true, copies = false;
     for (std::size_t k = 0; k < sets.size(); ++k) {
       const index_t s = sets[k][R - 1];
       it.unit = it.unit && s == 1;
       splat = splat && (s == 1 || (s == 0 && splattable[k]));
+      copies = copies || (s == 0 && copied[k]);
     }
     // Short rows lose more to a fill per row (a call per leaf) than the strided loop costs:
     // x[M, 2] * s[M, 1] ran 2x slower through the copies than strided (probe round 10 review).
-    it.splat = !it.unit && splat && it.shape[R - 1] >= 16 && it.shape[R - 1] <= splat_max_row;
+    // Rows that need no copies (take's rows) run unit at any length.
+    it.splat = !it.unit && splat && (!copies || (it.shape[R - 1] >= 16 && it.shape[R - 1] <= splat_max_row));
   }
   return it;
 }
