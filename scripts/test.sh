@@ -19,7 +19,12 @@ case "$config" in
     args=(-DCMAKE_BUILD_TYPE=Release -DFUSE_DIFF_FAMILY_LIST=0)
     # Where no GPU can run the CUDA tests they are only compiled: the CUDA differential test then
     # builds 4 of its 8 trees (~140 s of nvcc less; scripts/gpu-check.sh builds all 8).
-    if nvidia-smi -L > /dev/null 2>&1; then args+=(-DFUSE_CUDA_DIFF_TREES=8); else args+=(-DFUSE_CUDA_DIFF_TREES=4); fi ;;
+    if nvidia-smi -L > /dev/null 2>&1; then
+      args+=(-DFUSE_CUDA_DIFF_TREES=8)
+    else
+      echo "test.sh: no GPU found (nvidia-smi): CUDA tests are compiled only, the CUDA differential test with 4 of its 8 trees"
+      args+=(-DFUSE_CUDA_DIFF_TREES=4)
+    fi ;;
   clang)
     dir=build/clang
     args=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DFUSE_ENABLE_CUDA=OFF -DFUSE_BUILD_EXAMPLES=OFF) ;;

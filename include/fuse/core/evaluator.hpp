@@ -243,9 +243,12 @@ struct slot_eval {
 // A unit-stride row reads one table row: the index is the same along it. (Along every output axis
 // the index or the table has stride 0: the indices own the leading axes, the table the trailing
 // ones. So a row with stride 1 in the table has stride 0 in the index, and a row along an index
-// axis has stride 0 in the table and never runs as unit, unless it is one element long.) seek
-// therefore looks the row's index up once, and the unit loop is a contiguous copy of that table
-// row, not a gather per element (an embedding lookup ran 9x a hand-written loop).
+// axis has stride 0 in the table and never runs as unit, unless it is one element long.) On the
+// CPU, seek therefore looks the row's index up once, and the unit loop is a contiguous copy of
+// that table row, not a gather per element (an embedding lookup ran 9x a hand-written loop). The
+// CPU kernels seek only rows that have elements, so the index at 0 exists; CUDA's row kernels seek
+// empty rows too (a root reduction of no indices), where there may be no index to read, and
+// device code reads the index per element as before.
 template <class T, std::size_t R, class IndexEval>
 struct take_eval {
   using value_type = std::remove_const_t<T>;
@@ -258,17 +261,22 @@ struct take_eval {
   index_t table_low = 0;   // offset of the table's lowest element from base (<= 0: negative strides)
   index_t row_start = 0;   // offset of the row's first element: its index * row_stride + row
 
-  // Rows are sought only where they have elements, so the index at 0 exists.
   FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t* outer) {
     row = row_offset<R>(stride, outer);
     index.seek(outer);
+#if !defined(__CUDA_ARCH__)
     row_start = static_cast<index_t>(index.template at<true>(0)) * row_stride + row;
+#endif
   }
   FUSE_HOST_DEVICE FUSE_INLINE void bind(const row_slot* slots) { index.bind(slots); }
   template <bool Unit, class... Env>
   FUSE_HOST_DEVICE FUSE_INLINE value_type at(index_t i, const Env&...) const {
     if constexpr (Unit) {
+#if defined(__CUDA_ARCH__)
+      return base[static_cast<index_t>(index.template at<true>(i)) * row_stride + row + i];
+#else
       return base[row_start + i];
+#endif
     } else {
       const index_t k = static_cast<index_t>(index.template at<false>(i));
       return base[k * row_stride + row + i * stride[R - 1]];

@@ -8,6 +8,7 @@
 #ifndef FUSE_CUDA_DIFF_TREES
 #define FUSE_CUDA_DIFF_TREES 8
 #endif
+static_assert(FUSE_CUDA_DIFF_TREES >= 1 && FUSE_CUDA_DIFF_TREES <= 8, "FUSE_CUDA_DIFF_TREES: 1 to 8 trees");
 
 TEST_CASE("cuda differential: fused, eager and reference agree", "[cuda][diff]") {
   fuse_diff::run_family<FUSE_DIFF_FAMILY_BASE + 0, FUSE_CUDA_DIFF_TREES, true>(600);
