@@ -5,6 +5,12 @@
 //   column_sum      sum(x, axis<0>) on [8192, 4096] (backend/cpu/column_reduce.hpp)
 //   embedding       take(table[50257, 768], ids[16384]) -> [16384, 768], GPT-2's token lookup
 //                   (one table row per index: core/evaluator.hpp, take_eval)
+//   gated_bias      y = x * gelu(b[N]) on [8192, 1024] (memory) and [512, 256] (cache): an
+//                   expensive function of a row operand, computed once per thread, not per
+//                   element (backend/cpu/hoist.hpp); the hand-written loop computes gelu(b) once
+#include <string>
+#include <tuple>
+
 #include "bench_common.hpp"
 
 #if defined(_OPENMP)
@@ -129,6 +135,43 @@ void embedding_hand(benchmark::State& s) {
   bench::set_bytes(s, d.bytes());
 }
 
+struct gated_data {
+  index_t rows, cols;
+  fuse::tensor<float, 2> x{rows, cols}, y{rows, cols};
+  fuse::tensor<float, 1> b{cols};
+  gated_data(index_t m, index_t n) : rows(m), cols(n) { bench::fill_random(x, 7), bench::fill_random(b, 8); }
+  double bytes() const { return 2.0 * double(rows * cols) * sizeof(float); }
+};
+
+template <class Exec>
+void gated_fuse(benchmark::State& s, index_t m, index_t n, Exec exec) {
+  gated_data d(m, n);
+  fuse::assign(exec, d.y, d.x * fuse::gelu(d.b));
+  for (auto _ : s) fuse::assign(exec, d.y, d.x * fuse::gelu(d.b)), benchmark::ClobberMemory();
+  bench::set_bytes(s, d.bytes());
+}
+
+void gated_hand(benchmark::State& s, index_t m, index_t n) {
+  gated_data d(m, n);
+  std::vector<float> g(std::size_t(n), 0.f);
+  const float* __restrict__ x = d.x.data();
+  float* __restrict__ y = d.y.data();
+  for (auto _ : s) {
+    for (index_t k = 0; k < n; ++k) {  // gelu, tanh form
+      const float v = d.b(k);
+      g[std::size_t(k)] = 0.5f * v * (1.f + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+    }
+    const float* __restrict__ gp = g.data();
+#pragma omp parallel for schedule(static)
+    for (index_t r = 0; r < m; ++r) {
+#pragma omp simd
+      for (index_t k = 0; k < n; ++k) y[r * n + k] = x[r * n + k] * gp[k];
+    }
+    benchmark::ClobberMemory();
+  }
+  bench::set_bytes(s, d.bytes());
+}
+
 const auto reg = [] {
   auto add = [](const char* name, auto fn) {
     benchmark::RegisterBenchmark(name, fn)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(0.5);
@@ -145,6 +188,13 @@ const auto reg = [] {
   add("embedding/fused", [](benchmark::State& s) { embedding_fuse(s, fuse::cpu{}); });
   add("embedding/eager", [](benchmark::State& s) { embedding_fuse(s, fuse::eager(fuse::cpu{})); });
   add("embedding/hand", embedding_hand);
+  for (auto [name, m, n] : {std::tuple<const char*, index_t, index_t>{"gated_bias", 8192, 1024}, {"gated_bias_cache", 512, 256}}) {
+    const std::string w = name;
+    add((w + "/copy").c_str(), [m, n](benchmark::State& s) { bench::copy_baseline(s, gated_data(m, n).bytes()); });
+    add((w + "/fused").c_str(), [m, n](benchmark::State& s) { gated_fuse(s, m, n, fuse::cpu{}); });
+    add((w + "/eager").c_str(), [m, n](benchmark::State& s) { gated_fuse(s, m, n, fuse::eager(fuse::cpu{})); });
+    add((w + "/hand").c_str(), [m, n](benchmark::State& s) { gated_hand(s, m, n); });
+  }
   return 0;
 }();
 

@@ -1,6 +1,9 @@
 // NumPy broadcasting: every pattern of extent-1 axes and missing leading axes on ranks 1-4,
 // stride-0 views, scalars, sizes that exercise SIMD tails and the thread split, transposed and
 // misaligned inputs and outputs, and empty tensors.
+#include <atomic>
+#include <tuple>
+
 #include "support.hpp"
 
 using namespace fuse_test;
@@ -288,4 +291,95 @@ TEST_CASE("broadcast: a leaf of stride 0 along the rows of a streamed output (16
   fuse::tensor<float, 2> out(1024, 4099);
   fuse::assign(fuse::cpu{.threads = 2}, out, big * scale + 1.f);
   check_all(out, [&](const shape<2>& i) { return double(big(i[0], i[1])) * scale(i[0], 0) + 1.0; });
+}
+
+// An expensive subtree of operands that vary only along the row is computed once per thread into
+// a row of values (backend/cpu/hoist.hpp). A counting map inside it tells whether it was.
+TEST_CASE("broadcast: an expensive function of a row operand is computed once per thread (x * exp(b[N]))", "[core][broadcast]") {
+  std::atomic<long> calls{0};
+  const auto count = [&calls](float v) {
+    calls.fetch_add(1, std::memory_order_relaxed);
+    return v;
+  };
+  for (auto [m, n, threads] : {std::tuple<index_t, index_t, int>{37, 1029, 1}, {101, 1029, 3}, {5, 3, 1}}) {
+    CAPTURE(m, n, threads);
+    auto x = random_tensor<float, 2>({m, n}, 601);
+    auto b = random_tensor<float, 1>({n}, 602);
+    fuse::tensor<float, 2> y(m, n);
+    calls = 0;
+    fuse::assign(fuse::cpu{.threads = threads}, y, x * fuse::exp(fuse::map(count, b)) + b);
+    CHECK(calls <= long(threads) * n);  // per element it would be m * n
+    check_all(y, [&](const shape<2>& i) { return double(x(i[0], i[1])) * std::exp(double(b(i[1]))) + b(i[1]); }, 1e-5);
+  }
+  SECTION("operands that vary along the rows, rows too long for a buffer: computed per element") {
+    auto x = random_tensor<float, 2>({3, 70001}, 603);
+    auto b = random_tensor<float, 1>({70001}, 604);
+    fuse::tensor<float, 2> y(3, 70001);
+    calls = 0;
+    fuse::assign(fuse::cpu{.threads = 1}, y, x * fuse::exp(fuse::map(count, b)));
+    CHECK(calls == 3 * 70001);
+    check_all(y, [&](const shape<2>& i) { return double(x(i[0], i[1])) * std::exp(double(b(i[1]))); }, 1e-5);
+    auto w = random_tensor<float, 2>({3, 70}, 605), xw = random_tensor<float, 2>({3, 70}, 609);
+    fuse::tensor<float, 2> v(3, 70);
+    calls = 0;
+    fuse::assign(fuse::cpu{.threads = 1}, v, xw * fuse::exp(fuse::map(count, w)) - 1.f);
+    CHECK(calls == 3 * 70);
+    check_all(v, [&](const shape<2>& i) { return double(xw(i[0], i[1])) * std::exp(double(w(i[0], i[1]))) - 1; }, 1e-5);
+  }
+  SECTION("two subtrees of one shape over different operands are not taken for one") {
+    auto x = random_tensor<float, 2>({9, 129}, 606);
+    auto b = random_tensor<float, 1>({129}, 607);
+    auto c = random_tensor<float, 1>({129}, 608);
+    fuse::tensor<float, 2> y(9, 129), z(9, 129);
+    fuse::assign(fuse::cpu{.threads = 1}, y, x * fuse::exp(fuse::map(count, b)) + fuse::exp(fuse::map(count, c)));
+    check_all(y, [&](const shape<2>& i) { return double(x(i[0], i[1])) * std::exp(double(b(i[1]))) + std::exp(double(c(i[1]))); }, 1e-5);
+    calls = 0;
+    fuse::assign(fuse::cpu{.threads = 1}, z, x * fuse::exp(fuse::map(count, b)) + fuse::exp(fuse::map(count, b)));
+    CHECK(calls <= 2 * 129);  // the same operand twice: one row of values serves both
+    check_all(z, [&](const shape<2>& i) { return (double(x(i[0], i[1])) + 1) * std::exp(double(b(i[1]))); }, 1e-5);
+  }
+}
+
+TEST_CASE("broadcast: hoisted row operands with strided, misaligned and rank-3 layouts, batch norm (NHWC)", "[core][broadcast]") {
+  for (int threads : {1, 2}) {
+    const fuse::cpu exec{.threads = threads};
+    // A channels-last batch norm: rsqrt(var + eps) is computed once per channel.
+    const index_t rows = 67, c = 131;
+    auto x = random_tensor<float, 2>({rows, c}, 611);
+    auto mean = random_tensor<float, 1>({c}, 612), gamma = random_tensor<float, 1>({c}, 613), beta = random_tensor<float, 1>({c}, 614);
+    auto var = fuse::eval(fuse::abs(random_tensor<float, 1>({c}, 615)) + 0.1f);
+    fuse::tensor<float, 2> y(rows, c);
+    fuse::assign(exec, y, (x - mean) * fuse::rsqrt(var + 1e-5f) * gamma + beta);
+    check_all(y, [&](const shape<2>& i) {
+      return (double(x(i[0], i[1])) - mean(i[1])) / std::sqrt(double(var(i[1])) + 1e-5) * gamma(i[1]) + beta(i[1]);
+    }, 1e-5);
+    // Rank 3, a misaligned operand and a misaligned destination.
+    buffer<float, 1> bm({33}, layout::misaligned, -7.f);
+    bm.fill_random(616);
+    auto x3 = random_tensor<float, 3>({4, 7, 33}, 617);
+    buffer<float, 3> out({4, 7, 33}, layout::misaligned, -7.f);
+    fuse::assign(exec, out.view(), x3 * fuse::gelu(bm.cview()));
+    auto gelu_ref = [](double v) { return 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))); };
+    check_all(out.view(), [&](const shape<3>& i) { return double(x3(i[0], i[1], i[2])) * gelu_ref(at(bm.cview(), shape<1>{i[2]})); }, 1e-5);
+    CHECK(out.touched_outside() == 0);
+    // A strided operand (stride 2) and a transposed input: the strided loop, values the same.
+    buffer<float, 1> bs({33}, layout::step2, -7.f);
+    bs.fill_random(618);
+    auto xt = random_tensor<float, 2>({33, 28}, 619);
+    fuse::tensor<float, 2> y2(28, 33), y3(28, 33);
+    fuse::assign(exec, y2, fuse::transpose(xt) * fuse::exp(bs.cview()));
+    fuse::assign(exec, y3, fuse::reshape(x3, 28, 33) / fuse::sigmoid(bs.cview()));
+    check_all(y2, [&](const shape<2>& i) { return double(xt(i[1], i[0])) * std::exp(double(at(bs.cview(), shape<1>{i[1]}))); }, 1e-5);
+    check_all(y3, [&](const shape<2>& i) {
+      return double(x3.data()[i[0] * 33 + i[1]]) * (1 + std::exp(-double(at(bs.cview(), shape<1>{i[1]}))));
+    }, 1e-5);
+  }
+}
+
+TEST_CASE("broadcast: a hoisted row operand in a streamed output (16 MiB and more)", "[core][broadcast][large]") {
+  auto big = random_tensor<float, 2>({4099, 1027}, 620);
+  auto b = random_tensor<float, 1>({1027}, 621);
+  fuse::tensor<float, 2> out(4099, 1027);
+  fuse::assign(fuse::cpu{.threads = 2}, out, big * fuse::exp(b));
+  check_all(out, [&](const shape<2>& i) { return double(big(i[0], i[1])) * std::exp(double(b(i[1]))); }, 1e-5);
 }
