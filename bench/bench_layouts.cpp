@@ -2,12 +2,17 @@
 // hand-written OpenMP loop, as GB/s of minimal traffic and ratios to a copy of the same bytes:
 //   channel_affine  y = x * scale[C, 1, 1] + shift[C, 1, 1] on NCHW [16, 64, 112, 112] (a
 //                   batch-norm epilogue: leaves of stride 0 along the rows, backend/cpu/splat.hpp)
+//   channel_norm    y = relu((x - mean) * rsqrt(var + eps) * gamma + beta), per-channel [C, 1, 1]
+//                   operands on the same NCHW x (an inference batch norm and ReLU; rsqrt once per
+//                   row, backend/cpu/hoist.hpp)
 //   column_sum      sum(x, axis<0>) on [8192, 4096] (backend/cpu/column_reduce.hpp)
 //   embedding       take(table[50257, 768], ids[16384]) -> [16384, 768], GPT-2's token lookup
 //                   (one table row per index: core/evaluator.hpp, take_eval)
 //   gated_bias      y = x * gelu(b[N]) on [8192, 1024] (memory) and [512, 256] (cache): an
 //                   expensive function of a row operand, computed once per thread, not per
 //                   element (backend/cpu/hoist.hpp); the hand-written loop computes gelu(b) once
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <tuple>
 
@@ -50,6 +55,38 @@ void channel_hand(benchmark::State& s) {
       const float sc = a[p % kC], sh = b[p % kC];
 #pragma omp simd
       for (index_t k = 0; k < kHW; ++k) y[p * kHW + k] = x[p * kHW + k] * sc + sh;
+    }
+    benchmark::ClobberMemory();
+  }
+  bench::set_bytes(s, d.bytes());
+}
+
+template <class Exec>
+void channel_norm_fuse(benchmark::State& s, Exec exec) {
+  channel_data d;  // scale as the mean, shift as gamma
+  fuse::tensor<float, 3> var{kC, 1, 1}, beta{kC, 1, 1};
+  bench::fill_random(var, 9), bench::fill_random(beta, 10);
+  fuse::assign(var, fuse::abs(var) + 0.5f);
+  auto e = fuse::relu((d.x - d.scale) * fuse::rsqrt(var + 1e-5f) * d.shift + beta);
+  fuse::assign(exec, d.y, e);
+  for (auto _ : s) fuse::assign(exec, d.y, e), benchmark::ClobberMemory();
+  bench::set_bytes(s, d.bytes());
+}
+
+void channel_norm_hand(benchmark::State& s) {
+  channel_data d;
+  fuse::tensor<float, 3> var{kC, 1, 1}, beta{kC, 1, 1};
+  bench::fill_random(var, 9), bench::fill_random(beta, 10);
+  fuse::assign(var, fuse::abs(var) + 0.5f);
+  const float* __restrict__ x = d.x.data();
+  float* __restrict__ y = d.y.data();
+  for (auto _ : s) {
+#pragma omp parallel for schedule(static)
+    for (index_t p = 0; p < kN * kC; ++p) {
+      const index_t c = p % kC;
+      const float a = d.shift(c, 0, 0) / std::sqrt(var(c, 0, 0) + 1e-5f), m = d.scale(c, 0, 0), b = beta(c, 0, 0);
+#pragma omp simd
+      for (index_t k = 0; k < kHW; ++k) y[p * kHW + k] = std::max((x[p * kHW + k] - m) * a + b, 0.f);
     }
     benchmark::ClobberMemory();
   }
@@ -180,6 +217,10 @@ const auto reg = [] {
   add("channel_affine/fused", [](benchmark::State& s) { channel_fuse(s, fuse::cpu{}); });
   add("channel_affine/eager", [](benchmark::State& s) { channel_fuse(s, fuse::eager(fuse::cpu{})); });
   add("channel_affine/hand", channel_hand);
+  add("channel_norm/copy", [](benchmark::State& s) { bench::copy_baseline(s, channel_data{}.bytes()); });
+  add("channel_norm/fused", [](benchmark::State& s) { channel_norm_fuse(s, fuse::cpu{}); });
+  add("channel_norm/eager", [](benchmark::State& s) { channel_norm_fuse(s, fuse::eager(fuse::cpu{})); });
+  add("channel_norm/hand", channel_norm_hand);
   add("column_sum/copy", [](benchmark::State& s) { bench::copy_baseline(s, column_data{}.bytes()); });
   add("column_sum/fused", [](benchmark::State& s) { column_fuse(s, fuse::cpu{}); });
   add("column_sum/eager", [](benchmark::State& s) { column_fuse(s, fuse::eager(fuse::cpu{})); });

@@ -340,6 +340,51 @@ TEST_CASE("broadcast: an expensive function of a row operand is computed once pe
   }
 }
 
+TEST_CASE("broadcast: an expensive function of a per-row operand is computed once per row (x * exp(s[M, 1]))", "[core][broadcast]") {
+  std::atomic<long> calls{0};
+  const auto count = [&calls](float v) {
+    calls.fetch_add(1, std::memory_order_relaxed);
+    return v;
+  };
+  for (auto [m, n, threads] : {std::tuple<index_t, index_t, int>{37, 1029, 1}, {101, 1029, 3}, {7, 16, 1}}) {
+    CAPTURE(m, n, threads);
+    auto x = random_tensor<float, 2>({m, n}, 631);
+    auto s = random_tensor<float, 2>({m, 1}, 632);
+    fuse::tensor<float, 2> y(m, n);
+    calls = 0;
+    fuse::assign(fuse::cpu{.threads = threads}, y, x * fuse::exp(fuse::map(count, s)) - s);
+    CHECK(calls <= m + threads);  // once per row a thread starts (a row split between threads: twice)
+    check_all(y, [&](const shape<2>& i) { return double(x(i[0], i[1])) * std::exp(double(s(i[0], 0))) - s(i[0], 0); }, 1e-5);
+  }
+  SECTION("rows shorter than the copies are made for: per element") {
+    auto x = random_tensor<float, 2>({5, 8}, 633);
+    auto s = random_tensor<float, 2>({5, 1}, 634);
+    fuse::tensor<float, 2> y(5, 8);
+    calls = 0;
+    fuse::assign(fuse::cpu{.threads = 1}, y, x * fuse::exp(fuse::map(count, s)));
+    CHECK(calls == 5 * 8);
+    check_all(y, [&](const shape<2>& i) { return double(x(i[0], i[1])) * std::exp(double(s(i[0], 0))); }, 1e-5);
+  }
+  SECTION("a batch norm over NCHW: rsqrt(var[C, 1, 1] + eps) once per row, into a transposed destination too") {
+    for (int threads : {1, 2}) {
+      auto x = random_tensor<float, 4>({3, 5, 7, 9}, 635);
+      auto mean = random_tensor<float, 3>({5, 1, 1}, 636), gamma = random_tensor<float, 3>({5, 1, 1}, 637);
+      auto var = fuse::eval(fuse::abs(random_tensor<float, 3>({5, 1, 1}, 638)) + 0.1f);
+      fuse::tensor<float, 4> y(3, 5, 7, 9);
+      auto bn = (x - mean) * fuse::rsqrt(var + 1e-5f) * gamma;
+      fuse::assign(fuse::cpu{.threads = threads}, y, fuse::relu(bn));
+      auto ref = [&](const shape<4>& i) {
+        const double v = (double(x(i[0], i[1], i[2], i[3])) - mean(i[1], 0, 0)) / std::sqrt(double(var(i[1], 0, 0)) + 1e-5) * gamma(i[1], 0, 0);
+        return v > 0 ? v : 0.0;
+      };
+      check_all(y, ref, 1e-5);
+      buffer<float, 4> t({3, 5, 7, 9}, layout::transposed, -7.f);
+      fuse::assign(fuse::cpu{.threads = threads}, t.view(), fuse::relu(bn));
+      check_all(t.view(), ref, 1e-5);
+    }
+  }
+}
+
 TEST_CASE("broadcast: hoisted row operands with strided, misaligned and rank-3 layouts, batch norm (NHWC)", "[core][broadcast]") {
   for (int threads : {1, 2}) {
     const fuse::cpu exec{.threads = threads};

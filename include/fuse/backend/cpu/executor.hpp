@@ -144,13 +144,15 @@ void run_cpu(const cpu& exec, const It& it) {
   if (n == 0) return;
   [[maybe_unused]] const int threads = threads_for(exec, n);
   const shared_plan shared = plan_shared(it.eval, nullptr);
-  const bool hoist = can_hoist(it);
+  const hoist_mode hoist = hoist_mode_of(it);
   auto body = [&](index_t t, index_t nt) {
     const index_t b = chunk_begin(n, t, nt), e = chunk_begin(n, t + 1, nt);
     using T = std::remove_pointer_t<decltype(it.out)>;
-    if constexpr (!std::is_void_v<hoist_candidate_t<std::remove_cvref_t<decltype(it.eval)>>>) {
-      if (hoist && e - b >= 2 * it.shape[It::rank - 1]) {  // a thread of under two rows saves nothing
-        with_hoisted(it, [&](const auto& ev) {
+    if constexpr (It::rank >= 2 && !std::is_void_v<hoist_candidate_t<std::remove_cvref_t<decltype(it.eval)>>>) {
+      // Every thread alike, even one of under a row (it computes a row of values it partly
+      // needs): whether a value was hoisted then does not depend on the thread count.
+      if (hoist != hoist_mode::none) {
+        with_hoisted(it, hoist, [&](const auto& ev) {
           if constexpr (can_stream_v<T>) {
             if (std::size_t(n) * sizeof(T) >= streaming_store_bytes) {
               run_range<true, true>(it, ev, b, e);

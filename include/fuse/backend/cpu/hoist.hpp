@@ -1,16 +1,19 @@
 // fuse/backend/cpu/hoist.hpp - an expensive subexpression whose operands vary only along the row
 // (x * gelu(b[N]), the rsqrt(var[C] + eps) of a channels-last batch norm) computed once per thread
-// into a row of values, not once per output element.
+// into a row of values, or one whose operands are constant along the row (rsqrt(var[C, 1, 1] +
+// eps) of an NCHW batch norm, exp(s[M, 1])) computed once per row, not once per output element.
 //
 // The elementwise kernel evaluates the whole tree per element, so gelu(b) ran M * N times where
 // eager evaluation (gelu(b) into a temporary, then x * t) runs it N times: fused was 6x slower
 // than eager on [512, 256] (a probe, 2026-12-03). At compile time the executor picks one candidate:
 // the first subtree in pre-order (not the root) that costs at least hoist_min_flops per element
-// and none of whose own subtrees does. At run time it is hoisted when every leaf under it has
-// stride 0 along every axis but the last, the row fits a buffer (hoist_max_row) and the thread
-// has at least two rows to write; the thread then fills the buffer with the subtree's values along
-// the row and runs the kernel with the subtree replaced by a read of that buffer. Only these
-// expressions compile the extra loop; CUDA does not hoist (docs/design.md).
+// and none of whose own subtrees does. At run time it is hoisted across rows when every leaf under
+// it has stride 0 along every axis but the last and the row fits a buffer (hoist_max_row): each
+// thread fills the buffer with the subtree's values along the row and runs the kernel with the
+// subtree replaced by a read of that buffer. It is
+// hoisted per row when every leaf under it has stride 0 along the last axis and the contiguous
+// loop reads such leaves through copies: its value at each row start is copied along the row
+// instead. Only these expressions compile the extra loop; CUDA does not hoist (docs/design.md).
 #pragma once
 
 #include <cstddef>
@@ -68,58 +71,101 @@ struct hoist_candidate<map_eval<R, C, F, A...>> : first_type<typename minimal_ex
 template <class Ev>
 using hoist_candidate_t = std::conditional_t<FUSE_HOIST_ROWS != 0, typename hoist_candidate<Ev>::type, void>;
 
-// The hoisted subtree's values along the row (element i of every row).
-template <class T>
-struct row_values_eval {
-  using value_type = T;
-  const T* values;
-  void seek(const index_t*) {}
-  void bind(const row_slot*) {}
-  template <bool Unit, class... Env>
-  FUSE_INLINE T at(index_t i, const Env&...) const { return values[i]; }
-  template <class F>
-  void for_each_tracker(F&&) {}
+// How a kernel's candidate is hoisted, decided once per kernel at run time.
+enum class hoist_mode {
+  none,
+  across_rows,  // the same values on every row: computed once per thread along the row
+  per_row,      // one value per row (leaves of stride 0 along the row): computed once per row
 };
 
-// Can the candidate of it.eval be hoisted (before threads split the rows)?
+// The hoisted subtree's values along the row (element i of the current row). Across rows: a
+// buffer the thread filled once. Per row: the subtree is evaluated at element 0 of each row and
+// its value copied along a row buffer by the splat mechanism (backend/cpu/splat.hpp: this node
+// reports itself as a leaf of stride 0 along the row, which the contiguous loop reads through
+// copies), so that both modes are one type and the kernel's loop is compiled once more, not twice.
+template <class T, class H, std::size_t R>
+struct row_values_eval {
+  using value_type = T;
+  const T* values = nullptr;
+  H h;
+  bool per_row = false;
+  index_t no_stride[R] = {};
+
+  // Host and device only because map_eval's members are (nvcc checks the calls); hoisting runs
+  // on the CPU.
+  FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t* outer) {
+    if (per_row) h.seek(outer);
+  }
+  FUSE_HOST_DEVICE FUSE_INLINE void bind(const row_slot*) {}
+  template <bool Unit, class... Env>
+  FUSE_HOST_DEVICE FUSE_INLINE T at(index_t i, const Env&...) const { return values[i]; }
+  template <class F>
+  void for_each_tracker(F&& f) {
+    if (per_row) f(tracker{no_stride, nullptr, sizeof(T), 0, this, &fill_row});
+  }
+  static void fill_row(void* self, void* buffer, index_t from, index_t count) {
+    auto& ev = *static_cast<row_values_eval*>(self);
+    const T v = ev.h.template at<false>(0);
+    T* const row = static_cast<T*>(buffer);
+    for (index_t k = from; k < from + count; ++k) row[k] = v;
+    ev.values = row;
+  }
+};
+
+// The mode for it.eval's candidate (before threads split the rows). Across rows wins where both
+// hold (a subtree of constants and stride-0 leaves only).
 template <class It>
-bool can_hoist(const It& it) {
+hoist_mode hoist_mode_of(const It& it) {
   constexpr std::size_t R = It::rank;
   using H = hoist_candidate_t<std::remove_cvref_t<decltype(it.eval)>>;
   if constexpr (std::is_void_v<H> || R < 2) {
-    return false;
+    return hoist_mode::none;
   } else {
     const index_t inner = it.shape[R - 1];
-    if (!(it.unit || it.splat) || inner > hoist_max_row || inner < 2) return false;
+    if (!(it.unit || it.splat) || inner > hoist_max_row || inner < 2) return hoist_mode::none;
     const H& first = first_occurrence<H>(it.eval);
-    if (!all_occurrences_equal(it.eval, first, nullptr)) return false;  // same shape, other operands
+    if (!all_occurrences_equal(it.eval, first, nullptr)) return hoist_mode::none;  // same shape, other operands
     H h = first;
-    bool along_rows_only = true;
+    bool across_rows = true, along_row = true;
     h.for_each_tracker([&](const tracker& t) {
-      for (std::size_t d = 0; d + 1 < R; ++d) along_rows_only = along_rows_only && t.stride[d] == 0;
+      for (std::size_t d = 0; d + 1 < R; ++d) across_rows = across_rows && t.stride[d] == 0;
+      along_row = along_row && t.stride[R - 1] == 0;
     });
-    return along_rows_only;
+    if (across_rows) return hoist_mode::across_rows;
+    // Per row only through the copies of the contiguous loop: it.splat says the row is long
+    // enough for them (and it.unit cannot hold with such a leaf).
+    if (along_row && it.splat) return hoist_mode::per_row;
+    return hoist_mode::none;
   }
 }
 
-// f(it.eval with its candidate replaced by a read of this thread's row of its values).
+// f(it.eval with its candidate replaced by a row_values_eval in `mode`).
 template <class It, class F>
-void with_hoisted(const It& it, F&& f) {
+void with_hoisted(const It& it, hoist_mode mode, F&& f) {
   constexpr std::size_t R = It::rank;
   using H = hoist_candidate_t<std::remove_cvref_t<decltype(it.eval)>>;
   using V = typename H::value_type;
-  const index_t inner = it.shape[R - 1];
-  const std::size_t bytes = (static_cast<std::size_t>(inner) * sizeof(V) + 63) / 64 * 64;
-  const std::unique_ptr<V, aligned_delete> values(static_cast<V*>(::operator new(bytes, std::align_val_t(64))));
-  H h = first_occurrence<H>(it.eval);
-  const index_t origin[R] = {};
-  h.seek(origin);  // the same row of values on every row: any row will do
-  V* const out = values.get();
-  // The strided form: a leaf of stride 0 along the row (no copies made here) reads right too.
-  // Vectorised, so the values are those the kernel's own loop computes.
-  FUSE_SIMD_LOOP
-  for (index_t j = 0; j < inner; ++j) out[j] = h.template at<false>(j);
-  f(substitute<H>(it.eval, row_values_eval<V>{out}));
+  row_values_eval<V, H, R> hoisted{nullptr, first_occurrence<H>(it.eval)};
+  std::unique_ptr<V, aligned_delete> values;
+  if (mode == hoist_mode::per_row) {
+    hoisted.per_row = true;
+  } else {
+    const index_t inner = it.shape[R - 1];
+    const std::size_t bytes = (static_cast<std::size_t>(inner) * sizeof(V) + 63) / 64 * 64;
+    values.reset(static_cast<V*>(::operator new(bytes, std::align_val_t(64))));
+    H h = hoisted.h;
+    const index_t origin[R] = {};
+    h.seek(origin);  // the same row of values on every row: any row will do
+    V* const out = values.get();
+    // The strided form: a leaf of stride 0 along the row (no copies made here) reads right too.
+    // The values are rounded to V here; the per-element loop may instead contract the subtree's
+    // last multiply into an FMA with its parent (g++'s default -ffp-contract=fast): an ulp apart
+    // at most, and identical with -ffp-contract=off (docs/design.md, "Row operands hoisted").
+    FUSE_SIMD_LOOP
+    for (index_t j = 0; j < inner; ++j) out[j] = h.template at<false>(j);
+    hoisted.values = out;
+  }
+  f(substitute<H>(it.eval, hoisted));
 }
 
 }  // namespace fuse::detail
