@@ -87,19 +87,33 @@ void run_range(const It& it, const Ev& eval, index_t begin, index_t end) {
   index_t i = begin % inner;
   stream_prefetch<R> pf(it, Stream);
   const splat_rows splat(ev, Unit && it.splat, inner, std::integral_constant<std::size_t, R>{});
+  // Rows with leaves read through copies run a chunk of columns at a time (chunks aligned to
+  // multiples of splat_chunk): each chunk's copies are written just before the loop reads them,
+  // from L1. A whole row of copies (50 KB a leaf for an NCHW plane of 112 x 112) was read back
+  // from L2. The fill reads the element a seek points at, so each chunk seeks again.
+  const index_t chunk = splat.empty() ? inner : splat_chunk;
   while (begin < end) {
     const index_t stop = std::min(inner, i + (end - begin));
     ev.seek(outer);
-    if constexpr (Unit) splat.fill();
     auto* const row = out + row_offset<R>(it.out_stride, outer);
-    if constexpr (Stream) {
-      pf.seek(outer);
-      write_streaming(row, ev, i, stop, pf);
-    } else if constexpr (Unit) {
-      FUSE_SIMD_LOOP
-      for (index_t j = i; j < stop; ++j) row[j] = ev.template at<true>(j);
-    } else {
-      for (index_t j = i; j < stop; ++j) row[j * os] = ev.template at<false>(j);
+    if constexpr (Stream) pf.seek(outer);
+    for (index_t c = i; c < stop;) {
+      const index_t cend = std::min(stop, (c / chunk + 1) * chunk);
+      if constexpr (Unit) {
+        if (!splat.empty()) {
+          if (c != i) ev.seek(outer);
+          splat.fill(c, cend - c);
+        }
+      }
+      if constexpr (Stream) {
+        write_streaming(row, ev, c, cend, pf);
+      } else if constexpr (Unit) {
+        FUSE_SIMD_LOOP
+        for (index_t j = c; j < cend; ++j) row[j] = ev.template at<true>(j);
+      } else {
+        for (index_t j = c; j < cend; ++j) row[j * os] = ev.template at<false>(j);
+      }
+      c = cend;
     }
     begin += stop - i;
     i = 0;

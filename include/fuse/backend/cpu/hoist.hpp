@@ -90,11 +90,21 @@ struct row_values_eval {
   H h;
   bool per_row = false;
   index_t no_stride[R] = {};
+  // Per row: the row h was last evaluated on (the kernel seeks again for each chunk of copies).
+  index_t row_at[R] = {-1};
+  bool stale = true;
+  T value{};
 
   // Host and device only because map_eval's members are (nvcc checks the calls); hoisting runs
   // on the CPU.
   FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t* outer) {
-    if (per_row) h.seek(outer);
+    if (!per_row) return;
+    bool same = true;
+    for (std::size_t d = 0; d + 1 < R; ++d) same = same && row_at[d] == outer[d];
+    if (same) return;
+    for (std::size_t d = 0; d + 1 < R; ++d) row_at[d] = outer[d];
+    h.seek(outer);
+    stale = true;
   }
   FUSE_HOST_DEVICE FUSE_INLINE void bind(const row_slot*) {}
   template <bool Unit, class... Env>
@@ -105,9 +115,9 @@ struct row_values_eval {
   }
   static void fill_row(void* self, void* buffer, index_t from, index_t count) {
     auto& ev = *static_cast<row_values_eval*>(self);
-    const T v = ev.h.template at<false>(0);
+    if (ev.stale) ev.value = ev.h.template at<false>(0), ev.stale = false;
     T* const row = static_cast<T*>(buffer);
-    for (index_t k = from; k < from + count; ++k) row[k] = v;
+    for (index_t k = from; k < from + count; ++k) row[k] = ev.value;
     ev.values = row;
   }
 };

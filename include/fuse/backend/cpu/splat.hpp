@@ -5,7 +5,8 @@
 // a hand-written loop; a probe, 2026-12-03). Instead, after each seek, such a leaf's element is
 // copied along a per-thread buffer as long as the row and its row pointer is pointed there: every
 // leaf is then contiguous and the vectorised loop runs. The copies cost one store per element and
-// leaf, into L1 or L2 (rows of at most splat_max_row elements, core/iteration.hpp).
+// leaf (rows of at most splat_max_row elements, core/iteration.hpp); the elementwise kernel makes
+// them splat_chunk columns at a time, so that they are read back from L1.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +22,9 @@ namespace fuse::detail {
 struct aligned_delete {
   void operator()(void* p) const { ::operator delete(p, std::align_val_t(64)); }
 };
+
+// Columns the elementwise kernel fills copies for at a time (run_range): 4 KiB a float leaf.
+inline constexpr index_t splat_chunk = 1024;
 
 class splat_rows {
  public:
@@ -40,6 +44,7 @@ class splat_rows {
   // After each seek: copies each leaf's element along [from, from + count) of its buffer (the
   // columns the caller reads: a column tile reads <= 1024 of a row of up to 65536) and points the
   // leaf there.
+  bool empty() const { return leaves_.empty(); }
   void fill(index_t from = 0, index_t count = -1) const {
     for (const leaf& l : leaves_) l.splat(l.self, buffer_.get() + l.offset, from, count < 0 ? n_ - from : count);
   }
