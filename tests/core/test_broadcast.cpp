@@ -293,14 +293,21 @@ TEST_CASE("broadcast: a leaf of stride 0 along the rows of a streamed output (16
   check_all(out, [&](const shape<2>& i) { return double(big(i[0], i[1])) * scale(i[0], 0) + 1.0; });
 }
 
+namespace {
+// An identity map that counts its calls: how often a hoisted subtree was evaluated.
+auto counting_identity(std::atomic<long>& calls) {
+  return [&calls](float v) {
+    calls.fetch_add(1, std::memory_order_relaxed);
+    return v;
+  };
+}
+}  // namespace
+
 // An expensive subtree of operands that vary only along the row is computed once per thread into
 // a row of values (backend/cpu/hoist.hpp). A counting map inside it tells whether it was.
 TEST_CASE("broadcast: an expensive function of a row operand is computed once per thread (x * exp(b[N]))", "[core][broadcast]") {
   std::atomic<long> calls{0};
-  const auto count = [&calls](float v) {
-    calls.fetch_add(1, std::memory_order_relaxed);
-    return v;
-  };
+  const auto count = counting_identity(calls);
   for (auto [m, n, threads] : {std::tuple<index_t, index_t, int>{37, 1029, 1}, {101, 1029, 3}, {5, 3, 1}}) {
     CAPTURE(m, n, threads);
     auto x = random_tensor<float, 2>({m, n}, 601);
@@ -342,10 +349,7 @@ TEST_CASE("broadcast: an expensive function of a row operand is computed once pe
 
 TEST_CASE("broadcast: an expensive function of a per-row operand is computed once per row (x * exp(s[M, 1]))", "[core][broadcast]") {
   std::atomic<long> calls{0};
-  const auto count = [&calls](float v) {
-    calls.fetch_add(1, std::memory_order_relaxed);
-    return v;
-  };
+  const auto count = counting_identity(calls);
   for (auto [m, n, threads] : {std::tuple<index_t, index_t, int>{37, 1029, 1}, {101, 1029, 3}, {7, 16, 1}}) {
     CAPTURE(m, n, threads);
     auto x = random_tensor<float, 2>({m, n}, 631);

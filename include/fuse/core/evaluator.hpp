@@ -201,6 +201,16 @@ struct flops_of : std::integral_constant<int, 0> {};
 template <class R, class C, class F, class... A>
 struct flops_of<map_eval<R, C, F, A...>> : std::integral_constant<int, (F::flops + ... + flops_of<A>::value)> {};
 
+// The first of L that is not void; void if all are (a search over an evaluator's children).
+template <class... L>
+struct first_non_void {
+  using type = void;
+};
+template <class L, class... Rest>
+struct first_non_void<L, Rest...> {
+  using type = std::conditional_t<std::is_void_v<L>, typename first_non_void<Rest...>::type, L>;
+};
+
 // A subexpression of row constants only (reduction values, scalars): evaluated once per row at
 // seek(), so that rsqrt(var + eps) costs one square root per row, not one per element.
 template <class T, class Inner>

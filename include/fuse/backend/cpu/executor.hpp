@@ -162,32 +162,23 @@ void run_cpu(const cpu& exec, const It& it) {
   auto body = [&](index_t t, index_t nt) {
     const index_t b = chunk_begin(n, t, nt), e = chunk_begin(n, t + 1, nt);
     using T = std::remove_pointer_t<decltype(it.out)>;
-    if constexpr (It::rank >= 2 && !std::is_void_v<hoist_candidate_t<std::remove_cvref_t<decltype(it.eval)>>>) {
-      // Every thread alike, even one of under a row (it computes a row of values it partly
-      // needs): whether a value was hoisted then does not depend on the thread count.
-      if (hoist != hoist_mode::none) {
-        with_hoisted(it, hoist, [&](const auto& ev) {
-          if constexpr (can_stream_v<T>) {
-            if (std::size_t(n) * sizeof(T) >= streaming_store_bytes) {
-              run_range<true, true>(it, ev, b, e);
-              stream_fence();
-              return;
-            }
-          }
-          run_range<true, false>(it, ev, b, e);
-        });
-        return;
-      }
-    }
-    with_shared(it.eval, shared, [&](const auto& ev) {
+    auto run_contiguous = [&](const auto& ev) {
       if constexpr (can_stream_v<T>) {
-        if ((it.unit || it.splat) && std::size_t(n) * sizeof(T) >= streaming_store_bytes) {
+        if (std::size_t(n) * sizeof(T) >= streaming_store_bytes) {
           run_range<true, true>(it, ev, b, e);
           stream_fence();  // before the join
           return;
         }
       }
-      if (it.unit || it.splat) run_range<true, false>(it, ev, b, e);
+      run_range<true, false>(it, ev, b, e);
+    };
+    if constexpr (It::rank >= 2 && !std::is_void_v<hoist_candidate_t<std::remove_cvref_t<decltype(it.eval)>>>) {
+      // Every thread alike, even one of under a row (it computes a row of values it partly
+      // needs): whether a value was hoisted then does not depend on the thread count.
+      if (hoist != hoist_mode::none) return with_hoisted(it, hoist, run_contiguous);
+    }
+    with_shared(it.eval, shared, [&](const auto& ev) {
+      if (it.unit || it.splat) run_contiguous(ev);
       else run_range<false, false>(it, ev, b, e);
     });
   };

@@ -10,10 +10,9 @@
 // and none of whose own subtrees does. At run time it is hoisted across rows when every leaf under
 // it has stride 0 along every axis but the last and the row fits a buffer (hoist_max_row): each
 // thread fills the buffer with the subtree's values along the row and runs the kernel with the
-// subtree replaced by a read of that buffer. It is
-// hoisted per row when every leaf under it has stride 0 along the last axis and the contiguous
-// loop reads such leaves through copies: its value at each row start is copied along the row
-// instead. Only these expressions compile the extra loop; CUDA does not hoist (docs/design.md).
+// subtree replaced by a read of that buffer. It is hoisted per row when every leaf under it has
+// stride 0 along the last axis and the contiguous loop reads such leaves through copies: its value
+// at each row start is copied along the row instead. Only these expressions compile the extra loop; CUDA does not hoist (docs/design.md).
 #pragma once
 
 #include <cstddef>
@@ -38,15 +37,6 @@ inline constexpr int hoist_min_flops = 3;
 // Rows longer than this are not hoisted (a buffer of up to 256 KiB of floats per thread).
 inline constexpr index_t hoist_max_row = index_t(1) << 16;
 
-template <class... H>
-struct first_type {
-  using type = void;
-};
-template <class A, class... H>
-struct first_type<A, H...> {
-  using type = std::conditional_t<std::is_void_v<A>, typename first_type<H...>::type, A>;
-};
-
 // The first subtree of E (pre-order, through elementwise nodes) that costs at least
 // hoist_min_flops and has no such subtree itself; void if none.
 template <class E>
@@ -56,7 +46,7 @@ struct minimal_expensive {
 template <class R, class C, class F, class... A>
 struct minimal_expensive<map_eval<R, C, F, A...>> {
   using self = map_eval<R, C, F, A...>;
-  using below = typename first_type<typename minimal_expensive<A>::type...>::type;
+  using below = typename first_non_void<typename minimal_expensive<A>::type...>::type;
   using type = std::conditional_t<!std::is_void_v<below>, below,
                                   std::conditional_t<(flops_of<self>::value >= hoist_min_flops), self, void>>;
 };
@@ -67,7 +57,7 @@ struct hoist_candidate {
   using type = void;
 };
 template <class R, class C, class F, class... A>
-struct hoist_candidate<map_eval<R, C, F, A...>> : first_type<typename minimal_expensive<A>::type...> {};
+struct hoist_candidate<map_eval<R, C, F, A...>> : first_non_void<typename minimal_expensive<A>::type...> {};
 template <class Ev>
 using hoist_candidate_t = std::conditional_t<FUSE_HOIST_ROWS != 0, typename hoist_candidate<Ev>::type, void>;
 

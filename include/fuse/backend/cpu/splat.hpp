@@ -44,10 +44,10 @@ class splat_rows {
   // After each seek: copies each leaf's element along [from, from + count) of its buffer (the
   // columns the caller reads: a column tile reads <= 1024 of a row of up to 65536) and points the
   // leaf there.
-  bool empty() const { return leaves_.empty(); }
   void fill(index_t from = 0, index_t count = -1) const {
     for (const leaf& l : leaves_) l.splat(l.self, buffer_.get() + l.offset, from, count < 0 ? n_ - from : count);
   }
+  bool empty() const { return leaves_.empty(); }
 
  private:
   struct leaf {

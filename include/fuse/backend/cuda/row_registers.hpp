@@ -48,14 +48,6 @@ template <class T, std::size_t R>
 struct first_load<load_eval<T, R>> {
   using type = load_eval<T, R>;
 };
-template <class... L>
-struct first_non_void {
-  using type = void;
-};
-template <class L, class... Rest>
-struct first_non_void<L, Rest...> {
-  using type = std::conditional_t<std::is_void_v<L>, typename first_non_void<Rest...>::type, L>;
-};
 template <class R, class C, class F, class... A>
 struct first_load<map_eval<R, C, F, A...>> {
   using type = typename first_non_void<typename first_load<A>::type...>::type;
