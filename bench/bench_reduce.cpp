@@ -5,6 +5,7 @@
 //   layer_norm   [16384, 1024] with gamma, beta
 //   rms_norm     [16384, 1024] with gamma
 //   softmax_short [65536, 256], rms_norm_short [262144, 64]: rows short enough that per-row costs show
+//   softmax_router [1048576, 8]: a mixture-of-experts router over 8 experts, rows shorter than a vector
 //   sum_squares  sum(x * x) over 2^25 floats
 //   variance     var(x) over the same 2^25 floats (one row split across the threads)
 #include <cmath>
@@ -80,6 +81,27 @@ void softmax_hand(benchmark::State& s, index_t m, index_t n) {
       }
       const float inv = float(1.0 / sum);
 #pragma omp simd
+      for (index_t i = 0; i < n; ++i) y[i] *= inv;
+    }
+    benchmark::ClobberMemory();
+  }
+  bench::set_bytes(s, d.bytes());
+}
+
+// Rows of a few elements (a router's 8 experts): plain loops per row, as a user writes them.
+void softmax_tiny_hand(benchmark::State& s, index_t m, index_t n) {
+  rows_data d(m, n);
+  for (auto _ : s) {
+#pragma omp parallel for schedule(static)
+    for (index_t r = 0; r < m; ++r) {
+      const float* __restrict__ x = d.x.data() + r * n;
+      float* __restrict__ y = d.y.data() + r * n;
+      float mx = x[0];
+      for (index_t i = 1; i < n; ++i) mx = std::max(mx, x[i]);
+      float sum = 0;
+#pragma omp simd reduction(+ : sum)
+      for (index_t i = 0; i < n; ++i) sum += (y[i] = fuse::math::exp(x[i] - mx));
+      const float inv = 1.f / sum;
       for (index_t i = 0; i < n; ++i) y[i] *= inv;
     }
     benchmark::ClobberMemory();
@@ -304,6 +326,10 @@ const auto reg = [] {
   add("rms_norm_short/copy", [](benchmark::State& s) { bench::copy_baseline(s, 2.0 * 262144 * 64 * 4); });
   add("rms_norm_short/fused", [](benchmark::State& s) { rows_data d(262144, 64); run_fuse(s, d, fuse::cpu{}, rms_norm_of); });
   add("rms_norm_short/hand", [](benchmark::State& s) { rms_norm_hand(s, 262144, 64); });
+  add("softmax_router/copy", [](benchmark::State& s) { bench::copy_baseline(s, 2.0 * 1048576 * 8 * 4); });
+  add("softmax_router/fused", [](benchmark::State& s) { rows_data d(1048576, 8); run_fuse(s, d, fuse::cpu{}, softmax_of); });
+  add("softmax_router/eager", [](benchmark::State& s) { rows_data d(1048576, 8); run_fuse(s, d, fuse::eager(fuse::cpu{}), softmax_of); });
+  add("softmax_router/hand", [](benchmark::State& s) { softmax_tiny_hand(s, 1048576, 8); });
   add("sum_squares/copy", [](benchmark::State& s) { bench::copy_baseline(s, kSumN * 4.0); });
   add("sum_squares/fused", [](benchmark::State& s) { sum_squares_fuse(s, fuse::cpu{}); });
   add("sum_squares/fused_square", [](benchmark::State& s) { sum_data d; float v = 0; for (auto _ : s) benchmark::DoNotOptimize(v = fuse::eval(fuse::sum(fuse::square(d.x)))); d.check(s, v); bench::set_bytes(s, kSumN * 4.0); });
