@@ -266,7 +266,9 @@ TEST_CASE("a reduction directly under a reduction over other axes is its own ker
   auto x = random<double, 2>({13, 8}, 9);
   auto inner = fuse::var(x, fuse::axis<0>);
   auto e = fuse::var(inner, fuse::axis<-1>);
-  static_assert(fuse::kernels_v<decltype(e)> == 3);  // the inner var twice (the outer uses it twice), the outer
+  // The inner var twice (the outer uses it twice), each as its mean and then itself (over a
+  // leading axis no reduction joins another as a phase: plan/fusion.hpp), then the outer.
+  static_assert(fuse::kernels_v<decltype(e)> == 5);
   std::vector<double> cols;
   for (index_t j = 0; j < 8; ++j) {
     std::vector<double> col;
@@ -689,6 +691,69 @@ TEST_CASE("reductions over leading axes: integer types, destinations, stride-0 l
   auto top = fuse::slice<0>(x, 0, 1);
   top = fuse::sum(x, fuse::axis<0>);
   for (index_t j = 0; j < 33; ++j) CHECK(close(x(0, j), ref.sum[std::size_t(j)], 1e-6, 1e-6));
+}
+
+TEST_CASE("reductions over leading axes with reductions inside: var, logsumexp, hand-written variance") {
+  // Over leading axes no reduction joins another as a phase (plan/fusion.hpp): the inner one is a
+  // kernel of its own, and the outer reads it as a leaf, by columns in memory order. As one row
+  // kernel, its rows were strided columns (21-60x a hand loop).
+  static_assert(fuse::kernels_v<decltype(fuse::var(std::declval<fuse::tensor<float, 2>&>(), fuse::axis<0>))> == 2);
+  static_assert(fuse::kernels_v<decltype(fuse::var(std::declval<fuse::tensor<float, 4>&>(), fuse::axes<0, 1, 2>))> == 2);
+  static_assert(fuse::kernels_v<decltype(fuse::var(std::declval<fuse::tensor<float, 2>&>(), fuse::axis<-1>))> == 1);
+  for (int threads : {1, 2, 3}) {
+    const fuse::cpu exec{.threads = threads};
+    CAPTURE(threads);
+    for (auto [m, n] : {std::pair<index_t, index_t>{37, 100}, {300, 17}, {5, 2100}}) {
+      CAPTURE(m, n);
+      auto x = random<float, 2>({m, n}, unsigned(40 + m), 99.0, 103.0);  // mean ~1e2: a one-pass variance would cancel
+      x(m / 2, n / 3) = NAN;
+      fuse::tensor<float, 2> v(1, n), l(1, n), h(1, n);
+      fuse::assign(exec, v, fuse::var(x, fuse::axis<0>));
+      fuse::assign(exec, l, fuse::logsumexp(x, fuse::axis<0>));
+      fuse::assign(exec, h, fuse::mean(fuse::square(x - fuse::mean(x, fuse::axis<0>)), fuse::axis<0>));
+      CHECK(fuse::plan(exec, fuse::logsumexp(x, fuse::axis<0>)).kernels == fuse::kernels_v<decltype(fuse::logsumexp(x, fuse::axis<0>))>);
+      for (index_t j = 0; j < n; ++j) {
+        std::vector<double> col;
+        for (index_t i = 0; i < m; ++i) col.push_back(x(i, j));
+        const double rv = ref_var(col);
+        double mx = -INFINITY, se = 0;
+        for (double c : col) mx = std::max(mx, c);
+        for (double c : col) se += std::exp(c - mx);
+        const double rl = j == n / 3 ? NAN : mx + std::log(se);
+        if (std::isnan(rv)) {
+          CHECK(std::isnan(v(0, j)));
+          CHECK(std::isnan(h(0, j)));
+          CHECK(std::isnan(l(0, j)));
+          continue;
+        }
+        CHECK(close(v(0, j), rv, 1e-4, 1e-6));
+        CHECK(close(h(0, j), rv, 1e-4, 1e-6));
+        CHECK(close(l(0, j), rl, 1e-6));
+      }
+    }
+    // Batch-norm statistics of NHWC [3, 5, 7, 24] over N, H, W; the destination [C] (leading 1s
+    // dropped) and in place over the operand's first elements (the fresh-tensor result).
+    auto a = random<float, 4>({3, 5, 7, 24}, 48, -1.0, 3.0);
+    fuse::tensor<float, 1> bn(24);
+    fuse::assign(exec, bn, fuse::var(a, fuse::axes<0, 1, 2>));
+    for (index_t c = 0; c < 24; ++c) {
+      std::vector<double> vals;
+      for (index_t i = 0; i < 3; ++i)
+        for (index_t j = 0; j < 5; ++j)
+          for (index_t k = 0; k < 7; ++k) vals.push_back(a(i, j, k, c));
+      CHECK(close(bn(c), ref_var(vals), 1e-4, 1e-6));
+    }
+    auto y = random<float, 2>({40, 33}, 49);
+    std::vector<double> want;
+    for (index_t j = 0; j < 33; ++j) {
+      std::vector<double> col;
+      for (index_t i = 0; i < 40; ++i) col.push_back(y(i, j));
+      want.push_back(ref_var(col));
+    }
+    auto first_row = fuse::slice<0>(y, 0, 1);
+    first_row = fuse::var(y, fuse::axis<0>);
+    for (index_t j = 0; j < 33; ++j) CHECK(close(y(0, j), want[std::size_t(j)], 1e-4, 1e-6));
+  }
 }
 
 TEST_CASE("reductions over rows shorter than a vector: every op, ranks 1-3, threads, empty rows, aliasing") {

@@ -166,18 +166,19 @@ void assign_fused_as_is(const Exec& exec, D&& d, const E& e) {
     // root reduction would write once per row.
     via_temporary();
   } else {
-    // Root reductions that the row kernel reads badly: over leading axes (by columns) and over
-    // rows shorter than a vector (backend/cpu/column_reduce.hpp, short_rows.hpp).
-    if constexpr (std::is_same_v<Exec, cpu> && column_reducible_v<E>)
-      if (run_columns(exec, dst, e)) return;
-    if constexpr (std::is_same_v<Exec, cpu> && short_row_reducible_v<E>)
-      if (run_short_rows(exec, dst, e)) return;
     using group = group_of<E>;
     constexpr std::size_t R = group::rank;
     pool_arena<typename allocator_for<Exec::space>::type> arena;
     const auto g = split_group<R, group::mask, false>(exec, arena, e);
     const shape_t<R> shape = group_shape(e, dst.shape);
     using G = std::remove_cvref_t<decltype(g)>;
+    // Root reductions that the row kernel reads badly: over leading axes (by columns; with their
+    // inner reductions already computed by split_group: var(x, axis<0>)) and over rows shorter
+    // than a vector (backend/cpu/column_reduce.hpp, short_rows.hpp).
+    if constexpr (std::is_same_v<Exec, cpu> && column_reducible_v<G>)
+      if (run_columns(exec, dst, g)) return;
+    if constexpr (std::is_same_v<Exec, cpu> && short_row_reducible_v<G>)
+      if (run_short_rows(exec, dst, g)) return;
     if constexpr (reduction_count_v<G> == 0) {
       auto it = make_iteration(dst, g);
       run_checked(exec, it, via_temporary);

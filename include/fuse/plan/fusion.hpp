@@ -111,11 +111,15 @@ shape_t<group_of<E>::rank> group_shape(const E& e, const shape_t<N>& out) {
   return shape;
 }
 
-// Does reduction C run as a phase of a group of rank R with row axes M?
+// Does reduction C run as a phase of a group of rank R with row axes M? Only where the row axes
+// are trailing (contiguous rows). Over leading axes (var(x, axis<0>), batch-norm statistics over
+// N, H, W of NHWC) the phases would read each column as a strided row, page by page (21-60x a
+// hand loop, a probe, 2026-12-04); there each inner reduction is a group of its own, which the
+// CPU runs in memory order (column_reduce.hpp), and the root reads its small result.
 template <class C, std::size_t R, std::uint32_t M>
 constexpr bool joins_group_f() {
   if constexpr (!is_reduce_v<C>) return false;
-  else return M != 0 && group_mask_of<C, R>() == M;
+  else return M != 0 && group_mask_of<C, R>() == M && is_trailing_mask<R>(M);
 }
 template <class C, std::size_t R, std::uint32_t M>
 inline constexpr bool joins_group = joins_group_f<C, R, M>();
