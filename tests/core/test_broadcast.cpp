@@ -293,6 +293,62 @@ TEST_CASE("broadcast: a leaf of stride 0 along the rows of a streamed output (16
   check_all(out, [&](const shape<2>& i) { return double(big(i[0], i[1])) * scale(i[0], 0) + 1.0; });
 }
 
+TEST_CASE("broadcast: short rows with a leaf broadcast along them run several at a time (x[M, 3] - mean[3])", "[core][broadcast]") {
+  // Rows of under 256 elements whose broadcast leaves repeat one row are run as tiles of rows
+  // (backend/cpu/tile.hpp). Tiles stop at the end of the next-to-last axis and of each thread's
+  // range (threads start mid-row), and a leaf that changes along an outer axis is copied again.
+  for (int threads : {1, 2, 3}) {
+    CAPTURE(threads);
+    const fuse::cpu exec{.threads = threads};
+    for (index_t m : {1, 2, 7, 1001, 40001}) {
+      CAPTURE(m);
+      auto x = random_tensor<float, 2>({m, 3}, 601);
+      auto mu = random_tensor<float, 1>({3}, 602);
+      auto sd = random_tensor<float, 1>({3}, 603);
+      fuse::tensor<float, 2> y(m, 3);
+      fuse::assign(exec, y, (x - mu) * sd);
+      check_all(y, [&](const shape<2>& i) { return (double(x(i[0], i[1])) - mu(i[1])) * sd(i[1]); });
+    }
+    // Rank 3: the broadcast leaf changes along axis 0 (copied again there), rows of 13 per tile run.
+    auto x3 = random_tensor<float, 3>({5, 13, 6}, 604);
+    auto c3 = random_tensor<float, 3>({5, 1, 6}, 605);
+    fuse::tensor<float, 3> y3(5, 13, 6);
+    fuse::assign(exec, y3, x3 * c3 + c3);
+    check_all(y3, [&](const shape<3>& i) { return double(x3(i[0], i[1], i[2])) * c3(i[0], 0, i[2]) + c3(i[0], 0, i[2]); });
+    // Two broadcast leaves of other types into a double destination, a misaligned input, an
+    // image of 3 channels.
+    buffer<float, 3> img({45, 47, 3}, layout::misaligned, sentinel<float>());
+    img.fill_random(606);
+    auto chan = random_tensor<double, 1>({3}, 607);
+    fuse::tensor<std::int8_t, 1> off(3);
+    off(0) = -7, off(1) = 3, off(2) = 100;
+    fuse::tensor<double, 3> out(45, 47, 3);
+    fuse::assign(exec, out, img.cview() * chan + off);
+    auto iv = img.cview();
+    check_all(out, [&](const shape<3>& i) { return double(iv(i[0], i[1], i[2])) * chan(i[2]) + off(i[2]); });
+    // Integer rows of 5, and a padded destination (rows do not run on: one row at a time).
+    fuse::tensor<int, 2> k(333, 5), kb(1, 5), kout(333, 5);
+    for (index_t i = 0; i < k.size(); ++i) k.data()[i] = int(i * 37 % 101) - 50;
+    for (index_t j = 0; j < 5; ++j) kb(0, j) = int(j * 11) - 20;
+    fuse::assign(exec, kout, k * kb - k);
+    check_all(kout, [&](const shape<2>& i) { return double(k(i[0], i[1])) * kb(0, i[1]) - k(i[0], i[1]); });
+    buffer<float, 2> padded({1001, 3}, layout::padded, sentinel<float>());
+    auto xp = random_tensor<float, 2>({1001, 3}, 608);
+    auto bp = random_tensor<float, 1>({3}, 609);
+    fuse::assign(exec, padded.view(), xp + bp);
+    CHECK(padded.touched_outside() == 0);
+    check_all(padded.cview(), [&](const shape<2>& i) { return double(xp(i[0], i[1])) + bp(i[1]); });
+  }
+}
+
+TEST_CASE("broadcast: short rows of a streamed output run several at a time (16 MiB and more)", "[core][broadcast][large]") {
+  auto x = random_tensor<float, 2>({(index_t(1) << 21) + 3, 3}, 610);
+  auto b = random_tensor<float, 1>({3}, 611);
+  fuse::tensor<float, 2> y((index_t(1) << 21) + 3, 3);
+  fuse::assign(fuse::cpu{.threads = 2}, y, x - b);
+  check_all(y, [&](const shape<2>& i) { return double(x(i[0], i[1])) - b(i[1]); });
+}
+
 namespace {
 // An identity map that counts its calls: how often a hoisted subtree was evaluated.
 auto counting_identity(std::atomic<long>& calls) {

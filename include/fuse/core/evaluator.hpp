@@ -12,6 +12,7 @@
 // for all of them at once.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <type_traits>
 #include <utility>
@@ -58,6 +59,11 @@ struct tracker {
   void (*splat)(void* self, void* buffer, index_t from, index_t count) = nullptr;
   // The splat of a leaf that the unit loop does not read (take's indices): no copies needed.
   static void no_copies(void*, void*, index_t, index_t) {}
+  // A memory leaf that can be read through a row repeated: tile(self, buffer, n, count, last)
+  // fills buffer[0, count) with its row's elements [0, n) over and over and points the row there
+  // (the CPU executor's rows of a few elements, several at a time: backend/cpu/tile.hpp). It
+  // returns the row it copied; when that is `last`, the buffer holds it already and is not filled.
+  const void* (*tile)(void* self, void* buffer, index_t n, index_t count, const void* last) = nullptr;
 };
 
 // The per-row value of a reduction that runs inside the same kernel (a phase of a row kernel):
@@ -99,13 +105,22 @@ struct load_eval {
     return *reinterpret_cast<const lanes<value_type, V>*>(row + i);
   }
   template <class F>
-  void for_each_tracker(F&& f) { f(tracker{stride, base, sizeof(value_type), 0, this, &splat_row}); }
+  void for_each_tracker(F&& f) { f(tracker{stride, base, sizeof(value_type), 0, this, &splat_row, &tile_row}); }
   static void splat_row(void* self, void* buffer, index_t from, index_t count) {
     auto& ev = *static_cast<load_eval*>(self);
     auto* copies = static_cast<value_type*>(buffer);
     const value_type v = *ev.row;
     for (index_t k = from; k < from + count; ++k) copies[k] = v;
     ev.row = copies;
+  }
+  static const void* tile_row(void* self, void* buffer, index_t n, index_t count, const void* last) {
+    auto& ev = *static_cast<load_eval*>(self);
+    const value_type* const source = ev.row;
+    auto* copies = static_cast<value_type*>(buffer);
+    if (source != last)
+      for (index_t k = 0; k < count; k += n) std::copy_n(source, std::min(n, count - k), copies + k);
+    ev.row = copies;
+    return source;
   }
 };
 

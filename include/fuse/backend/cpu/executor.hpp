@@ -12,6 +12,7 @@
 #include "fuse/backend/cpu/prefetch.hpp"
 #include "fuse/backend/cpu/splat.hpp"
 #include "fuse/backend/cpu/stream_store.hpp"
+#include "fuse/backend/cpu/tile.hpp"
 #include "fuse/core/iteration.hpp"
 #include "fuse/core/shared_subtree.hpp"
 
@@ -73,9 +74,10 @@ void write_streaming(T* row, const Ev& ev, index_t i, index_t stop, const stream
 }
 
 // Elements [begin, end) in row-major order of the iteration space `it`, computed by `eval` (it.eval
-// or the same with shared subtrees bound, shared_subtree.hpp).
+// or the same with shared subtrees bound, shared_subtree.hpp). may_tile: short rows may run
+// several at a time (tile.hpp; not where a hoisted row of values is as long as one row).
 template <bool Unit, bool Stream, class It, class Ev>
-void run_range(const It& it, const Ev& eval, index_t begin, index_t end) {
+void run_range(const It& it, const Ev& eval, index_t begin, index_t end, bool may_tile = false) {
   constexpr std::size_t R = It::rank;
   const index_t inner = it.shape[R - 1];
   auto ev = eval;  // a private copy: its row pointers are this thread's
@@ -92,7 +94,33 @@ void run_range(const It& it, const Ev& eval, index_t begin, index_t end) {
   // from L1. A whole row of copies (50 KB a leaf for an NCHW plane of 112 x 112) was read back
   // from L2. The fill reads the element a seek points at, so each chunk seeks again.
   const index_t chunk = splat.empty() ? inner : splat_chunk;
+  tile_rows tile(ev, Unit && may_tile && splat.empty() && it.unit, inner, it.out_stride, std::integral_constant<std::size_t, R>{});
   while (begin < end) {
+    if constexpr (R >= 2) {
+    if (tile.rows() > 1 && i == 0) {
+      // Whole rows left in this thread's range and along the next-to-last axis, up to a tile.
+      const index_t rows = std::min({tile.rows(), (end - begin) / inner, it.shape[R - 2] - outer[R - 2]});
+      if (rows > 1) {
+        ev.seek(outer);
+        tile.fill(rows);
+        auto* const row = out + row_offset<R>(it.out_stride, outer);
+        if constexpr (Stream) {
+          pf.seek(outer);
+          write_streaming(row, ev, 0, rows * inner, pf);
+        } else {
+          FUSE_SIMD_LOOP
+          for (index_t j = 0; j < rows * inner; ++j) row[j] = ev.template at<true>(j);
+        }
+        begin += rows * inner;
+        outer[R - 2] += rows - 1;  // the last row of the tile; the step below moves past it
+        for (std::size_t d = R - 1; d-- > 0;) {
+          if (++outer[d] < it.shape[d]) break;
+          outer[d] = 0;
+        }
+        continue;
+      }
+    }
+    }
     const index_t stop = std::min(inner, i + (end - begin));
     ev.seek(outer);
     auto* const row = out + row_offset<R>(it.out_stride, outer);
@@ -162,15 +190,15 @@ void run_cpu(const cpu& exec, const It& it) {
   auto body = [&](index_t t, index_t nt) {
     const index_t b = chunk_begin(n, t, nt), e = chunk_begin(n, t + 1, nt);
     using T = std::remove_pointer_t<decltype(it.out)>;
-    auto run_contiguous = [&](const auto& ev) {
+    auto run_contiguous = [&](const auto& ev, bool may_tile = false) {
       if constexpr (can_stream_v<T>) {
         if (std::size_t(n) * sizeof(T) >= streaming_store_bytes) {
-          run_range<true, true>(it, ev, b, e);
+          run_range<true, true>(it, ev, b, e, may_tile);
           stream_fence();  // before the join
           return;
         }
       }
-      run_range<true, false>(it, ev, b, e);
+      run_range<true, false>(it, ev, b, e, may_tile);
     };
     if constexpr (It::rank >= 2 && !std::is_void_v<hoist_candidate_t<std::remove_cvref_t<decltype(it.eval)>>>) {
       // Every thread alike, even one of under a row (it computes a row of values it partly
@@ -178,7 +206,7 @@ void run_cpu(const cpu& exec, const It& it) {
       if (hoist != hoist_mode::none) return with_hoisted(it, hoist, run_contiguous);
     }
     with_shared(it.eval, shared, [&](const auto& ev) {
-      if (it.unit || it.splat) run_contiguous(ev);
+      if (it.unit || it.splat) run_contiguous(ev, true);
       else run_range<false, false>(it, ev, b, e);
     });
   };
