@@ -6,6 +6,10 @@
 //                   operands on the same NCHW x (an inference batch norm and ReLU; rsqrt once per
 //                   row, backend/cpu/hoist.hpp)
 //   column_sum      sum(x, axis<0>) on [8192, 4096] (backend/cpu/column_reduce.hpp)
+//   column_var      var(x, axis<0>) on the same x: the column mean, then the mean of squares about
+//                   it, each a column pass (plan/fusion.hpp: no phases over leading axes)
+//   image_norm      y = (img - mean[3]) / sd[3] on HWC [2048, 2048, 3]: rows of 3 run as tiles
+//                   of rows (backend/cpu/tile.hpp)
 //   embedding       take(table[50257, 768], ids[16384]) -> [16384, 768], GPT-2's token lookup
 //                   (one table row per index: core/evaluator.hpp, take_eval)
 //   gated_bias      y = x * gelu(b[N]) on [8192, 1024] (memory) and [512, 256] (cache): an
@@ -15,6 +19,7 @@
 #include <cmath>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "bench_common.hpp"
 
@@ -99,12 +104,29 @@ struct column_data {
   double bytes() const { return double(kRows + 1) * double(kCols) * sizeof(float); }
 };
 
-template <class Exec>
-void column_fuse(benchmark::State& s, Exec exec) {
+// The column workloads: y = make(x) over the same x.
+template <class Exec, class Make>
+void column_fuse(benchmark::State& s, Exec exec, Make make) {
   column_data d;
-  fuse::assign(exec, d.y, fuse::sum(d.x, fuse::axis<0>));
-  for (auto _ : s) fuse::assign(exec, d.y, fuse::sum(d.x, fuse::axis<0>)), benchmark::ClobberMemory();
+  fuse::assign(exec, d.y, make(d.x));
+  for (auto _ : s) fuse::assign(exec, d.y, make(d.x)), benchmark::ClobberMemory();
   bench::set_bytes(s, d.bytes());
+}
+auto column_sum_of = [](const auto& x) { return fuse::sum(x, fuse::axis<0>); };
+auto column_var_of = [](const auto& x) { return fuse::var(x, fuse::axis<0>); };
+
+// f(j0, j1) on each thread, for its own band of the kCols columns.
+template <class F>
+void in_column_bands(const F& f) {
+#pragma omp parallel
+  {
+#if defined(_OPENMP)
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+    const int t = 0, nt = 1;
+#endif
+    f(kCols * t / nt, kCols * (t + 1) / nt);
+  }
 }
 
 // Each thread sums its own band of columns over all rows in float (no blocking: the baseline a
@@ -114,19 +136,74 @@ void column_hand(benchmark::State& s) {
   const float* __restrict__ x = d.x.data();
   float* __restrict__ y = d.y.data();
   for (auto _ : s) {
-#pragma omp parallel
-    {
-#if defined(_OPENMP)
-      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-      const int t = 0, nt = 1;
-#endif
-      const index_t j0 = kCols * t / nt, j1 = kCols * (t + 1) / nt;
+    in_column_bands([&](index_t j0, index_t j1) {
       for (index_t j = j0; j < j1; ++j) y[j] = 0.f;
       for (index_t i = 0; i < kRows; ++i) {
 #pragma omp simd
         for (index_t j = j0; j < j1; ++j) y[j] += x[i * kCols + j];
       }
+    });
+    benchmark::ClobberMemory();
+  }
+  bench::set_bytes(s, d.bytes());
+}
+
+// Two passes per band of columns, each over all rows in memory order: the column sums, then the
+// sums of squares about the mean (in double, as fuse's accuracy allows comparing).
+void column_var_hand(benchmark::State& s) {
+  column_data d;
+  const float* __restrict__ x = d.x.data();
+  float* __restrict__ y = d.y.data();
+  std::vector<double> mean(kCols), sq(kCols);
+  for (auto _ : s) {
+    in_column_bands([&](index_t j0, index_t j1) {
+      for (index_t j = j0; j < j1; ++j) mean[j] = sq[j] = 0;
+      for (index_t i = 0; i < kRows; ++i) {
+#pragma omp simd
+        for (index_t j = j0; j < j1; ++j) mean[j] += x[i * kCols + j];
+      }
+      for (index_t j = j0; j < j1; ++j) mean[j] /= double(kRows);
+      for (index_t i = 0; i < kRows; ++i) {
+#pragma omp simd
+        for (index_t j = j0; j < j1; ++j) sq[j] += (x[i * kCols + j] - mean[j]) * (x[i * kCols + j] - mean[j]);
+      }
+      for (index_t j = j0; j < j1; ++j) y[j] = float(sq[j] / double(kRows));
+    });
+    benchmark::ClobberMemory();
+  }
+  bench::set_bytes(s, d.bytes());
+}
+
+constexpr index_t kImage = 2048;
+struct image_data {
+  fuse::tensor<float, 3> img{kImage, kImage, 3}, y{kImage, kImage, 3};
+  fuse::tensor<float, 1> mean{3}, sd{3};
+  image_data() {
+    bench::fill_random(img, 7, 0.f, 255.f);
+    for (index_t c = 0; c < 3; ++c) mean(c) = 110.f + 10.f * float(c), sd(c) = 50.f + 5.f * float(c);
+  }
+  double bytes() const { return 2.0 * double(img.size()) * sizeof(float); }
+};
+
+template <class Exec>
+void image_fuse(benchmark::State& s, Exec exec) {
+  image_data d;
+  fuse::assign(exec, d.y, (d.img - d.mean) / d.sd);
+  for (auto _ : s) fuse::assign(exec, d.y, (d.img - d.mean) / d.sd), benchmark::ClobberMemory();
+  bench::set_bytes(s, d.bytes());
+}
+
+void image_hand(benchmark::State& s) {
+  image_data d;
+  const float* __restrict__ x = d.img.data();
+  float* __restrict__ y = d.y.data();
+  const float m0 = d.mean(0), m1 = d.mean(1), m2 = d.mean(2), s0 = d.sd(0), s1 = d.sd(1), s2 = d.sd(2);
+  for (auto _ : s) {
+#pragma omp parallel for schedule(static)
+    for (index_t p = 0; p < kImage * kImage; ++p) {
+      y[3 * p] = (x[3 * p] - m0) / s0;
+      y[3 * p + 1] = (x[3 * p + 1] - m1) / s1;
+      y[3 * p + 2] = (x[3 * p + 2] - m2) / s2;
     }
     benchmark::ClobberMemory();
   }
@@ -222,9 +299,17 @@ const auto reg = [] {
   add("channel_norm/eager", [](benchmark::State& s) { channel_norm_fuse(s, fuse::eager(fuse::cpu{})); });
   add("channel_norm/hand", channel_norm_hand);
   add("column_sum/copy", [](benchmark::State& s) { bench::copy_baseline(s, column_data{}.bytes()); });
-  add("column_sum/fused", [](benchmark::State& s) { column_fuse(s, fuse::cpu{}); });
-  add("column_sum/eager", [](benchmark::State& s) { column_fuse(s, fuse::eager(fuse::cpu{})); });
+  add("column_sum/fused", [](benchmark::State& s) { column_fuse(s, fuse::cpu{}, column_sum_of); });
+  add("column_sum/eager", [](benchmark::State& s) { column_fuse(s, fuse::eager(fuse::cpu{}), column_sum_of); });
   add("column_sum/hand", column_hand);
+  add("column_var/copy", [](benchmark::State& s) { bench::copy_baseline(s, column_data{}.bytes()); });
+  add("column_var/fused", [](benchmark::State& s) { column_fuse(s, fuse::cpu{}, column_var_of); });
+  add("column_var/eager", [](benchmark::State& s) { column_fuse(s, fuse::eager(fuse::cpu{}), column_var_of); });
+  add("column_var/hand", column_var_hand);
+  add("image_norm/copy", [](benchmark::State& s) { bench::copy_baseline(s, image_data{}.bytes()); });
+  add("image_norm/fused", [](benchmark::State& s) { image_fuse(s, fuse::cpu{}); });
+  add("image_norm/eager", [](benchmark::State& s) { image_fuse(s, fuse::eager(fuse::cpu{})); });
+  add("image_norm/hand", image_hand);
   add("embedding/copy", [](benchmark::State& s) { bench::copy_baseline(s, embedding_data{}.bytes()); });
   add("embedding/fused", [](benchmark::State& s) { embedding_fuse(s, fuse::cpu{}); });
   add("embedding/eager", [](benchmark::State& s) { embedding_fuse(s, fuse::eager(fuse::cpu{})); });
