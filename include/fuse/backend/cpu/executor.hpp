@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <limits>
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -93,36 +94,18 @@ void run_range(const It& it, const Ev& eval, index_t begin, index_t end, bool ma
   // multiples of splat_chunk): each chunk's copies are written just before the loop reads them,
   // from L1. A whole row of copies (50 KB a leaf for an NCHW plane of 112 x 112) was read back
   // from L2. The fill reads the element a seek points at, so each chunk seeks again.
-  const index_t chunk = splat.empty() ? inner : splat_chunk;
+  const index_t chunk = splat.empty() ? std::numeric_limits<index_t>::max() : splat_chunk;
   tile_rows tile(ev, Unit && may_tile && splat.empty() && it.unit, inner, it.out_stride, std::integral_constant<std::size_t, R>{});
   while (begin < end) {
+    // Rows this step covers: one, or a tile of whole rows left in this thread's range and along
+    // the next-to-last axis (the same loop below runs over all of them).
+    index_t rows = 1;
     if constexpr (R >= 2) {
-    if (tile.rows() > 1 && i == 0) {
-      // Whole rows left in this thread's range and along the next-to-last axis, up to a tile.
-      const index_t rows = std::min({tile.rows(), (end - begin) / inner, it.shape[R - 2] - outer[R - 2]});
-      if (rows > 1) {
-        ev.seek(outer);
-        tile.fill(rows);
-        auto* const row = out + row_offset<R>(it.out_stride, outer);
-        if constexpr (Stream) {
-          pf.seek(outer);
-          write_streaming(row, ev, 0, rows * inner, pf);
-        } else {
-          FUSE_SIMD_LOOP
-          for (index_t j = 0; j < rows * inner; ++j) row[j] = ev.template at<true>(j);
-        }
-        begin += rows * inner;
-        outer[R - 2] += rows - 1;  // the last row of the tile; the step below moves past it
-        for (std::size_t d = R - 1; d-- > 0;) {
-          if (++outer[d] < it.shape[d]) break;
-          outer[d] = 0;
-        }
-        continue;
-      }
+      if (tile.rows() > 1 && i == 0) rows = std::max<index_t>(1, std::min({tile.rows(), (end - begin) / inner, it.shape[R - 2] - outer[R - 2]}));
     }
-    }
-    const index_t stop = std::min(inner, i + (end - begin));
+    const index_t stop = rows > 1 ? rows * inner : std::min(inner, i + (end - begin));
     ev.seek(outer);
+    if (rows > 1) tile.fill(rows);
     auto* const row = out + row_offset<R>(it.out_stride, outer);
     if constexpr (Stream) pf.seek(outer);
     for (index_t c = i; c < stop;) {
@@ -145,6 +128,7 @@ void run_range(const It& it, const Ev& eval, index_t begin, index_t end, bool ma
     }
     begin += stop - i;
     i = 0;
+    if constexpr (R >= 2) outer[R - 2] += rows - 1;  // to the tile's last row; the step moves past it
     for (std::size_t d = R - 1; d-- > 0;) {
       if (++outer[d] < it.shape[d]) break;
       outer[d] = 0;
