@@ -315,6 +315,15 @@ TEST_CASE("broadcast: short rows with a leaf broadcast along them run several at
     fuse::tensor<float, 3> y3(5, 13, 6);
     fuse::assign(exec, y3, x3 * c3 + c3);
     check_all(y3, [&](const shape<3>& i) { return double(x3(i[0], i[1], i[2])) * c3(i[0], 0, i[2]) + c3(i[0], 0, i[2]); });
+    // A crop that keeps the axes from merging (rows of 6, 13 per outer index, 120 apart): a
+    // thread starting mid-way along axis 1 makes a short first tile, then longer ones over the
+    // same broadcast row (found by a review: the copies stopped at the first tile's length).
+    auto big = random_tensor<float, 3>({1000, 20, 6}, 612);  // 78000 elements: over the threads' threshold
+    auto crop = fuse::slice<1>(big, 0, 13);
+    auto b6 = random_tensor<float, 1>({6}, 613);
+    fuse::tensor<float, 3> yc(1000, 13, 6);
+    fuse::assign(exec, yc, crop + b6);
+    check_all(yc, [&](const shape<3>& i) { return double(big(i[0], i[1], i[2])) + b6(i[2]); });
     // Two broadcast leaves of other types into a double destination, a misaligned input, an
     // image of 3 channels.
     buffer<float, 3> img({45, 47, 3}, layout::misaligned, sentinel<float>());

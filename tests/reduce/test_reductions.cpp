@@ -700,6 +700,8 @@ TEST_CASE("reductions over leading axes with reductions inside: var, logsumexp, 
   static_assert(fuse::kernels_v<decltype(fuse::var(std::declval<fuse::tensor<float, 2>&>(), fuse::axis<0>))> == 2);
   static_assert(fuse::kernels_v<decltype(fuse::var(std::declval<fuse::tensor<float, 4>&>(), fuse::axes<0, 1, 2>))> == 2);
   static_assert(fuse::kernels_v<decltype(fuse::var(std::declval<fuse::tensor<float, 2>&>(), fuse::axis<-1>))> == 1);
+  // Rows that include the last axis (NCHW statistics: runs of H * W) keep their phases.
+  static_assert(fuse::kernels_v<decltype(fuse::var(std::declval<fuse::tensor<float, 4>&>(), fuse::axes<0, 2, 3>))> == 1);
   for (int threads : {1, 2, 3}) {
     const fuse::cpu exec{.threads = threads};
     CAPTURE(threads);

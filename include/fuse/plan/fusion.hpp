@@ -6,9 +6,9 @@
 //     views, generators and leaves, which always join;
 //  3. a group has row axes: those of a reduction root, or else those of the first reduction met
 //     (pre-order) that reduces trailing axes. A reduction joins the group as a *phase* when it
-//     reduces exactly the group's row axes (its result is then constant along the row and
-//     broadcast back: softmax, layer norm). Any other reduction starts a group of its own, whose
-//     small result the consumer reads as a leaf;
+//     reduces exactly the group's row axes and those include the last axis (its result is then
+//     constant along the row and broadcast back: softmax, layer norm). Any other reduction starts
+//     a group of its own, whose small result the consumer reads as a leaf;
 //  4. kernels_v is the number of groups. The eager plan instead counts every interior node.
 // The executor (core/assign.hpp) follows the same rules; run-time shapes that break a group
 // (a joined reduction over an extent other than the group's) split it, and the plan says so.
@@ -112,14 +112,15 @@ shape_t<group_of<E>::rank> group_shape(const E& e, const shape_t<N>& out) {
 }
 
 // Does reduction C run as a phase of a group of rank R with row axes M? Only where the row axes
-// are trailing (contiguous rows). Over leading axes (var(x, axis<0>), batch-norm statistics over
-// N, H, W of NHWC) the phases would read each column as a strided row, page by page (21-60x a
-// hand loop, a probe, 2026-12-04); there each inner reduction is a group of its own, which the
-// CPU runs in memory order (column_reduce.hpp), and the root reads its small result.
+// include the last one, so that a row is made of contiguous runs (NCHW statistics over
+// axes<0, 2, 3>: runs of H * W). Over leading axes alone (var(x, axis<0>), batch-norm statistics
+// over N, H, W of NHWC) the phases would read each column as a strided row, page by page
+// (21-60x a hand loop, a probe, 2026-12-04); there each inner reduction is a group of its own,
+// which the CPU runs in memory order (column_reduce.hpp), and the root reads its small result.
 template <class C, std::size_t R, std::uint32_t M>
 constexpr bool joins_group_f() {
   if constexpr (!is_reduce_v<C>) return false;
-  else return M != 0 && group_mask_of<C, R>() == M && is_trailing_mask<R>(M);
+  else return M != 0 && group_mask_of<C, R>() == M && ((M >> (R - 1)) & 1u);
 }
 template <class C, std::size_t R, std::uint32_t M>
 inline constexpr bool joins_group = joins_group_f<C, R, M>();

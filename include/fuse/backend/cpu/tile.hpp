@@ -5,7 +5,8 @@
 // seek and loop set-up: 5-45x a hand-written loop (a probe, 2026-12-04). When every other leaf and
 // the output run on from one row into the next (stride n between rows), k rows are one row of
 // k * n elements, provided each broadcast leaf is read from a buffer holding its row k times.
-// The buffer is filled when the leaf's row changes, once per thread for x + b[n].
+// The buffer is filled when the leaf's row changes or a tile is longer than its copies, about
+// once per thread for x + b[n].
 #pragma once
 
 #include <cstddef>
@@ -38,7 +39,7 @@ class tile_rows {
         const index_t s = t.stride[R - 2];
         if (t.span > 0 || (s != n && (s != 0 || t.tile == nullptr))) ok = false;
         if (!ok || s == n) return;
-        leaves_.push_back({t.self, t.tile, bytes, nullptr});
+        leaves_.push_back({t.self, t.tile, bytes, nullptr, 0});
         bytes += (static_cast<std::size_t>(k * n) * t.elem_bytes + 63) / 64 * 64;
       });
       if (!ok || leaves_.empty()) {
@@ -53,7 +54,14 @@ class tile_rows {
   index_t rows() const { return rows_; }
   // After each seek: points each repeating leaf at its buffer of `rows` copies of its row.
   void fill(index_t rows) {
-    for (leaf& l : leaves_) l.last = l.tile(l.self, buffer_.get() + l.offset, n_, rows * n_, l.last);
+    for (leaf& l : leaves_) {
+      // The same row as last time is not copied again, unless this tile is longer than the copies
+      // made then (a thread's first tile can stop short at the end of the next-to-last axis).
+      const void* held = rows <= l.rows ? l.last : nullptr;
+      const void* source = l.tile(l.self, buffer_.get() + l.offset, n_, rows * n_, held);
+      if (source != held) l.rows = rows;  // copied
+      l.last = source;
+    }
   }
 
  private:
@@ -61,7 +69,8 @@ class tile_rows {
     void* self;
     const void* (*tile)(void*, void*, index_t, index_t, const void*);
     std::size_t offset;
-    const void* last;
+    const void* last;  // the row the buffer holds copies of
+    index_t rows;      // how many copies
   };
   index_t n_, rows_ = 1;
   std::vector<leaf> leaves_;
