@@ -350,6 +350,46 @@ TEST_CASE("broadcast: short rows with a leaf broadcast along them run several at
   }
 }
 
+TEST_CASE("broadcast: short rows with a leaf constant along them run several at a time (boxes[n, 4] * s[n, 1])", "[core][broadcast]") {
+  // Such a leaf is spread into a tile's buffer, each row's element n times (backend/cpu/tile.hpp);
+  // alone it made the rows strided (rows under 16) or filled a row of copies per row.
+  for (int threads : {1, 2, 3}) {
+    CAPTURE(threads);
+    const fuse::cpu exec{.threads = threads};
+    for (index_t n : {2, 4, 5, 20, 255, 300}) {
+      CAPTURE(n);
+      const index_t m = 70001 / n + 3;  // over the threads' threshold, rows split mid-row
+      auto x = random_tensor<float, 2>({m, n}, 620);
+      auto s = random_tensor<float, 2>({m, 1}, 621);
+      auto b = random_tensor<float, 1>({n}, 622);
+      fuse::tensor<float, 2> y(m, n);
+      fuse::assign(exec, y, x * s + b);
+      check_all(y, [&](const shape<2>& i) { return double(x(i[0], i[1])) * s(i[0], 0) + b(i[1]); });
+    }
+    // Rank 3 with a crop (axes stay apart): a per-row leaf [A, B, 1], a scalar-like [1, 1, 1], int8.
+    auto big = random_tensor<float, 3>({700, 20, 4}, 623);
+    auto crop = fuse::slice<1>(big, 1, 14);
+    auto per = random_tensor<double, 3>({700, 13, 1}, 624);
+    fuse::tensor<std::int8_t, 3> one(1, 1, 1);
+    one(0, 0, 0) = -3;
+    fuse::tensor<double, 3> z(700, 13, 4);
+    fuse::assign(exec, z, crop * per + one);
+    check_all(z, [&](const shape<3>& i) { return double(big(i[0], i[1] + 1, i[2])) * per(i[0], i[1], 0) - 3.0; });
+    // A misaligned input and a per-row leaf inside a shared subtree (used twice).
+    buffer<float, 2> mis({9001, 3}, layout::misaligned, sentinel<float>());
+    mis.fill_random(625);
+    auto w = random_tensor<float, 2>({9001, 1}, 626);
+    auto u = mis.cview() * w;
+    fuse::tensor<float, 2> o(9001, 3);
+    fuse::assign(exec, o, u * u - w);
+    auto mv = mis.cview();
+    check_all(o, [&](const shape<2>& i) {
+      const double v = double(mv(i[0], i[1])) * w(i[0], 0);
+      return v * v - w(i[0], 0);
+    });
+  }
+}
+
 TEST_CASE("broadcast: short rows of a streamed output run several at a time (16 MiB and more)", "[core][broadcast][large]") {
   auto x = random_tensor<float, 2>({(index_t(1) << 21) + 3, 3}, 610);
   auto b = random_tensor<float, 1>({3}, 611);

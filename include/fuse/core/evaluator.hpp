@@ -60,7 +60,8 @@ struct tracker {
   // The splat of a leaf that the unit loop does not read (take's indices): no copies needed.
   static void no_copies(void*, void*, index_t, index_t) {}
   // A memory leaf that can be read through a row repeated: tile(self, buffer, n, count, last)
-  // fills buffer[0, count) with its row's elements [0, n) over and over and points the row there
+  // fills buffer[0, count) with its row's elements [0, n) over and over (a leaf of stride 0 along
+  // the row: with each row's element n times) and points the row there
   // (the CPU executor's rows of a few elements, several at a time: backend/cpu/tile.hpp). It
   // returns the row it copied; when that is `last`, the buffer holds it already and is not filled.
   const void* (*tile)(void* self, void* buffer, index_t n, index_t count, const void* last) = nullptr;
@@ -117,8 +118,22 @@ struct load_eval {
     auto& ev = *static_cast<load_eval*>(self);
     const value_type* const source = ev.row;
     auto* copies = static_cast<value_type*>(buffer);
-    if (source != last)
+    if (source != last) {
+      if constexpr (R >= 2) {
+        if (ev.stride[R - 1] == 0) {
+          // Constant along the row (s[M, 1]): each row's element, n times.
+          const index_t across = ev.stride[R - 2];
+          for (index_t k = 0, r = 0; k < count; k += n, ++r) {
+            const value_type v = source[r * across];
+            const index_t stop = std::min(n, count - k);
+            for (index_t j = 0; j < stop; ++j) copies[k + j] = v;
+          }
+          ev.row = copies;
+          return source;
+        }
+      }
       for (index_t k = 0; k < count; k += n) std::copy_n(source, std::min(n, count - k), copies + k);
+    }
     ev.row = copies;
     return source;
   }

@@ -89,13 +89,13 @@ void run_range(const It& it, const Ev& eval, index_t begin, index_t end, bool ma
   for (std::size_t d = R - 1; d-- > 0;) outer[d] = o % it.shape[d], o /= it.shape[d];
   index_t i = begin % inner;
   stream_prefetch<R> pf(it, Stream);
-  const splat_rows splat(ev, Unit && it.splat, inner, std::integral_constant<std::size_t, R>{});
+  tile_rows tile(ev, Unit && may_tile, inner, it.out_stride, std::integral_constant<std::size_t, R>{});
+  const splat_rows splat(ev, Unit && it.splat && tile.rows() == 1, inner, std::integral_constant<std::size_t, R>{});
   // Rows with leaves read through copies run a chunk of columns at a time (chunks aligned to
   // multiples of splat_chunk): each chunk's copies are written just before the loop reads them,
   // from L1. A whole row of copies (50 KB a leaf for an NCHW plane of 112 x 112) was read back
   // from L2. The fill reads the element a seek points at, so each chunk seeks again.
   const index_t chunk = splat.empty() ? std::numeric_limits<index_t>::max() : splat_chunk;
-  tile_rows tile(ev, Unit && may_tile && splat.empty() && it.unit, inner, it.out_stride, std::integral_constant<std::size_t, R>{});
   while (begin < end) {
     // Rows this step covers: one, or a tile of whole rows left in this thread's range and along
     // the next-to-last axis (the same loop below runs over all of them).
@@ -105,7 +105,7 @@ void run_range(const It& it, const Ev& eval, index_t begin, index_t end, bool ma
     }
     const index_t stop = rows > 1 ? rows * inner : std::min(inner, i + (end - begin));
     ev.seek(outer);
-    if (rows > 1) tile.fill(rows);
+    if (tile.rows() > 1) tile.fill(rows);
     auto* const row = out + row_offset<R>(it.out_stride, outer);
     if constexpr (Stream) pf.seek(outer);
     for (index_t c = i; c < stop;) {
@@ -171,6 +171,10 @@ void run_cpu(const cpu& exec, const It& it) {
   [[maybe_unused]] const int threads = threads_for(exec, n);
   const shared_plan shared = plan_shared(it.eval, nullptr);
   const hoist_mode hoist = hoist_mode_of(it);
+  const bool tiles = [&] {
+    auto ev = it.eval;  // for_each_tracker is not const
+    return tiles_rows<It::rank>(ev, it.shape[It::rank - 1], it.out_stride);
+  }();
   auto body = [&](index_t t, index_t nt) {
     const index_t b = chunk_begin(n, t, nt), e = chunk_begin(n, t + 1, nt);
     using T = std::remove_pointer_t<decltype(it.out)>;
@@ -190,7 +194,8 @@ void run_cpu(const cpu& exec, const It& it) {
       if (hoist != hoist_mode::none) return with_hoisted(it, hoist, run_contiguous);
     }
     with_shared(it.eval, shared, [&](const auto& ev) {
-      if (it.unit || it.splat) run_contiguous(ev, true);
+      // Short rows with leaves constant along them run contiguous as tiles (tile.hpp).
+      if (it.unit || it.splat || tiles) run_contiguous(ev, true);
       else run_range<false, false>(it, ev, b, e);
     });
   };

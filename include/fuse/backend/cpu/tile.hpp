@@ -5,6 +5,8 @@
 // seek and loop set-up: 5-45x a hand-written loop (a probe, 2026-12-04). When every other leaf and
 // the output run on from one row into the next (stride n between rows), k rows are one row of
 // k * n elements, provided each broadcast leaf is read from a buffer holding its row k times.
+// A leaf constant along the row (boxes[n, 4] * s[n, 1]) is read the same way, from a buffer of
+// each row's element repeated, so that such rows run contiguous too (they ran strided).
 // The buffer is filled when the leaf's row changes or a tile is longer than its copies, about
 // once per thread for x + b[n].
 #pragma once
@@ -23,36 +25,61 @@ namespace fuse::detail {
 inline constexpr index_t tile_max_row = 256;
 inline constexpr index_t tile_elements = 1024;
 
+// How a leaf (tracker) is read in a tile of rows of n elements (rank R): it runs on from one row
+// into the next (`flows`), or is read from a buffer (`copied`: its row repeated, or its element
+// per row spread along the row), or the rows cannot be tiled (`none`).
+enum class tile_read { flows, copied, none };
+template <std::size_t R>
+tile_read tile_read_of(const tracker& t, index_t n) {
+  const index_t along = t.stride[R - 1], across = t.stride[R - 2];
+  if (t.span > 0) return tile_read::none;
+  if (along == 1 && across == n) return tile_read::flows;
+  if (t.tile != nullptr && (along == 0 || (along == 1 && across == 0))) return tile_read::copied;
+  return tile_read::none;
+}
+
+// Whether rows of n elements of ev (rank R), written with out_stride, run as tiles: short rows
+// that follow each other in the output, every leaf flowing or copied, some leaf copied. (Then
+// every leaf is contiguous within a tile, whatever its stride along the row.)
+template <std::size_t R, class Ev>
+bool tiles_rows(Ev& ev, index_t n, const index_t* out_stride) {
+  if constexpr (R < 2) {
+    return false;
+  } else {
+    if (n < 2 || n >= tile_max_row || out_stride[R - 1] != 1 || out_stride[R - 2] != n) return false;
+    bool ok = true, copies = false;
+    ev.for_each_tracker([&](const tracker& t) {
+      const tile_read r = tile_read_of<R>(t, n);
+      ok = ok && r != tile_read::none;
+      copies = copies || r == tile_read::copied;
+    });
+    return ok && copies;
+  }
+}
+
 class tile_rows {
  public:
   // ev: this thread's copy of the evaluator over rank-R rows of n elements, out_stride: the
-  // output's strides; unit: every leaf has stride 1 along the rows. Tiles nothing (rows() is 1)
-  // unless every leaf runs on into the next row or repeats its row, and some leaf repeats.
+  // output's strides. Tiles nothing (rows() is 1) unless `on` and tiles_rows.
   template <std::size_t R, class Ev>
-  tile_rows(Ev& ev, bool unit, index_t n, const index_t* out_stride, std::integral_constant<std::size_t, R>) : n_(n) {
+  tile_rows(Ev& ev, bool on, index_t n, const index_t* out_stride, std::integral_constant<std::size_t, R>) : n_(n) {
     if constexpr (R >= 2) {
-      if (!unit || n < 2 || n >= tile_max_row || out_stride[R - 2] != n) return;
+      if (!on || !tiles_rows<R>(ev, n, out_stride)) return;
       const index_t k = (tile_elements + n - 1) / n;
-      bool ok = true;
       std::size_t bytes = 0;
       ev.for_each_tracker([&](const tracker& t) {
-        const index_t s = t.stride[R - 2];
-        if (t.span > 0 || (s != n && (s != 0 || t.tile == nullptr))) ok = false;
-        if (!ok || s == n) return;
+        if (tile_read_of<R>(t, n) != tile_read::copied) return;
         leaves_.push_back({t.self, t.tile, bytes, nullptr, 0});
         bytes += (static_cast<std::size_t>(k * n) * t.elem_bytes + 63) / 64 * 64;
       });
-      if (!ok || leaves_.empty()) {
-        leaves_.clear();
-        return;
-      }
       buffer_.reset(static_cast<unsigned char*>(::operator new(bytes, std::align_val_t(64))));
       rows_ = k;
     }
   }
   // Rows per tile (1: not tiled).
   index_t rows() const { return rows_; }
-  // After each seek: points each repeating leaf at its buffer of `rows` copies of its row.
+  // After each seek (every row or tile once tiling is on: a leaf may not be contiguous alone):
+  // points each copied leaf at its buffer of `rows` rows.
   void fill(index_t rows) {
     for (leaf& l : leaves_) {
       // The same row as last time is not copied again, unless this tile is longer than the copies
