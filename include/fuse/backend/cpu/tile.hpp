@@ -7,8 +7,11 @@
 // k * n elements, provided each broadcast leaf is read from a buffer holding its row k times.
 // A leaf constant along the row (boxes[n, 4] * s[n, 1]) is read the same way, from a buffer of
 // each row's element repeated, so that such rows run contiguous too (they ran strided).
-// The buffer is filled when the leaf's row changes or a tile is longer than its copies, about
-// once per thread for x + b[n].
+// A repeated row's buffer is filled when the leaf's row changes or a tile is longer than its
+// copies (about once per thread for x + b[n]); a spread leaf's at every tile where it moves
+// across rows. Both fills, and the cache keyed on the leaf's row pointer, rely on a tile never
+// crossing the end of the next-to-last axis (run_range stops it there): within it, a leaf's rows
+// are its row pointer plus multiples of one stride.
 #pragma once
 
 #include <cstddef>
