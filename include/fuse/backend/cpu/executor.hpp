@@ -75,10 +75,10 @@ void write_streaming(T* row, const Ev& ev, index_t i, index_t stop, const stream
 }
 
 // Elements [begin, end) in row-major order of the iteration space `it`, computed by `eval` (it.eval
-// or the same with shared subtrees bound, shared_subtree.hpp). may_tile: short rows may run
-// several at a time (tile.hpp; not where a hoisted row of values is as long as one row).
+// or the same with shared subtrees bound, shared_subtree.hpp). tiled: short rows run several at
+// a time (tile.hpp's tiles_rows holds; not where a hoisted row of values is as long as one row).
 template <bool Unit, bool Stream, class It, class Ev>
-void run_range(const It& it, const Ev& eval, index_t begin, index_t end, bool may_tile = false) {
+void run_range(const It& it, const Ev& eval, index_t begin, index_t end, bool tiled = false) {
   constexpr std::size_t R = It::rank;
   const index_t inner = it.shape[R - 1];
   auto ev = eval;  // a private copy: its row pointers are this thread's
@@ -89,7 +89,7 @@ void run_range(const It& it, const Ev& eval, index_t begin, index_t end, bool ma
   for (std::size_t d = R - 1; d-- > 0;) outer[d] = o % it.shape[d], o /= it.shape[d];
   index_t i = begin % inner;
   stream_prefetch<R> pf(it, Stream);
-  tile_rows tile(ev, Unit && may_tile, inner, it.out_stride, std::integral_constant<std::size_t, R>{});
+  tile_rows tile(ev, Unit && tiled, inner, std::integral_constant<std::size_t, R>{});
   const splat_rows splat(ev, Unit && it.splat && tile.rows() == 1, inner, std::integral_constant<std::size_t, R>{});
   // Rows with leaves read through copies run a chunk of columns at a time (chunks aligned to
   // multiples of splat_chunk): each chunk's copies are written just before the loop reads them,
@@ -178,15 +178,15 @@ void run_cpu(const cpu& exec, const It& it) {
   auto body = [&](index_t t, index_t nt) {
     const index_t b = chunk_begin(n, t, nt), e = chunk_begin(n, t + 1, nt);
     using T = std::remove_pointer_t<decltype(it.out)>;
-    auto run_contiguous = [&](const auto& ev, bool may_tile = false) {
+    auto run_contiguous = [&](const auto& ev, bool tiled = false) {
       if constexpr (can_stream_v<T>) {
         if (std::size_t(n) * sizeof(T) >= streaming_store_bytes) {
-          run_range<true, true>(it, ev, b, e, may_tile);
+          run_range<true, true>(it, ev, b, e, tiled);
           stream_fence();  // before the join
           return;
         }
       }
-      run_range<true, false>(it, ev, b, e, may_tile);
+      run_range<true, false>(it, ev, b, e, tiled);
     };
     if constexpr (It::rank >= 2 && !std::is_void_v<hoist_candidate_t<std::remove_cvref_t<decltype(it.eval)>>>) {
       // Every thread alike, even one of under a row (it computes a row of values it partly
@@ -195,7 +195,7 @@ void run_cpu(const cpu& exec, const It& it) {
     }
     with_shared(it.eval, shared, [&](const auto& ev) {
       // Short rows with leaves constant along them run contiguous as tiles (tile.hpp).
-      if (it.unit || it.splat || tiles) run_contiguous(ev, true);
+      if (it.unit || it.splat || tiles) run_contiguous(ev, tiles);
       else run_range<false, false>(it, ev, b, e);
     });
   };

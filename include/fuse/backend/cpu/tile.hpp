@@ -62,12 +62,12 @@ bool tiles_rows(Ev& ev, index_t n, const index_t* out_stride) {
 
 class tile_rows {
  public:
-  // ev: this thread's copy of the evaluator over rank-R rows of n elements, out_stride: the
-  // output's strides. Tiles nothing (rows() is 1) unless `on` and tiles_rows.
+  // ev: this thread's copy of the evaluator over rank-R rows of n elements. Tiles nothing (rows()
+  // is 1) unless `on`: tiles_rows said yes for the kernel (once, not per thread).
   template <std::size_t R, class Ev>
-  tile_rows(Ev& ev, bool on, index_t n, const index_t* out_stride, std::integral_constant<std::size_t, R>) : n_(n) {
+  tile_rows(Ev& ev, bool on, index_t n, std::integral_constant<std::size_t, R>) : n_(n) {
     if constexpr (R >= 2) {
-      if (!on || !tiles_rows<R>(ev, n, out_stride)) return;
+      if (!on) return;
       const index_t k = (tile_elements + n - 1) / n;
       std::size_t bytes = 0;
       ev.for_each_tracker([&](const tracker& t) {
