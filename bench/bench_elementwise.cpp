@@ -4,7 +4,10 @@
 //   axpby_relu  y = max(a*x + b*w, 0)          on 2^25 floats
 //   bias_gelu   y = gelu(x + bias)             on [8192, 4096] + [4096]
 //   gelu_cse    the same GELU written by hand with `z = x + bias` used five times
+//   axpby_256, axpby_4096   axpby_relu on 256 / 4096 floats, one thread: the cost of an assign
+//               beyond its loop (plan, checks, set-up), against a hand-written loop
 #include <cmath>
+#include <string>
 
 #include "bench_common.hpp"
 
@@ -106,6 +109,32 @@ void gelu_hand(benchmark::State& s) {
   bench::set_bytes(s, d.bytes());
 }
 
+// Small tensors, one thread (in L1): what an assign costs beyond its loop.
+struct small_axpby {
+  index_t n;
+  fuse::tensor<float, 1> x{n}, w{n}, y{n};
+  explicit small_axpby(index_t n) : n(n) { bench::fill_random(x, 2), bench::fill_random(w, 3), bench::fill_random(y, 9); }
+  double bytes() const { return 3.0 * double(n) * sizeof(float); }
+};
+void axpby_small_fuse(benchmark::State& s, index_t n) {
+  small_axpby d(n);
+  const fuse::cpu one{.threads = 1};
+  for (auto _ : s) fuse::assign(one, d.y, fuse::max(1.5f * d.x - 0.75f * d.w, 0.f)), benchmark::ClobberMemory();
+  bench::set_bytes(s, d.bytes());
+}
+void axpby_small_hand(benchmark::State& s, index_t n) {
+  small_axpby d(n);
+  const float* __restrict__ x = d.x.data();
+  const float* __restrict__ w = d.w.data();
+  float* __restrict__ y = d.y.data();
+  for (auto _ : s) {
+#pragma omp simd
+    for (index_t i = 0; i < n; ++i) y[i] = std::max(1.5f * x[i] - 0.75f * w[i], 0.f);
+    benchmark::ClobberMemory();
+  }
+  bench::set_bytes(s, d.bytes());
+}
+
 #ifdef FUSE_BENCH_EIGEN
 void axpby_eigen(benchmark::State& s) {
   axpby_data d;
@@ -149,6 +178,13 @@ const auto reg = [] {
   add("bias_gelu/hand", gelu_hand);
   add("bias_gelu/fused_cse", gelu_cse_fuse);
   add("bias_gelu/fused_tanh_once", gelu_tanh_once_fuse);
+  for (index_t n : {256, 4096}) {
+    const std::string w = "axpby_" + std::to_string(n);
+    benchmark::RegisterBenchmark((w + "/fused").c_str(), [n](benchmark::State& s) { axpby_small_fuse(s, n); })
+        ->Unit(benchmark::kNanosecond)->MinTime(0.2);
+    benchmark::RegisterBenchmark((w + "/hand").c_str(), [n](benchmark::State& s) { axpby_small_hand(s, n); })
+        ->Unit(benchmark::kNanosecond)->MinTime(0.2);
+  }
 #ifdef FUSE_BENCH_EIGEN
   add("axpby_relu/eigen", axpby_eigen);
   add("bias_gelu/eigen", gelu_eigen);

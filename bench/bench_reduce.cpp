@@ -72,6 +72,7 @@ void softmax_hand(benchmark::State& s, index_t m, index_t n) {
         for (int l = 0; l < 16; ++l) mx[l] = std::max(mx[l], x[i + l]);
       float m1 = mx[0];
       for (int l = 1; l < 16; ++l) m1 = std::max(m1, mx[l]);
+      for (index_t i = n - n % 16; i < n; ++i) m1 = std::max(m1, x[i]);  // the tail (n not a multiple of 16)
       double sum = 0;
       for (index_t b = 0; b < n; b += 4096) {
         float acc = 0;

@@ -516,3 +516,42 @@ TEST_CASE("compound assignment: x += e, -=, *=, /= write x op e in place", "[cor
   CHECK_THROWS_AS(x += wrong, fuse::shape_error);
   check_same(x, before);
 }
+
+// The axis merging lists each leaf's strides in a list of 16 in place (core/iteration.hpp), and
+// grows it on the heap beyond: 24 leaves of three layouts, elementwise and in a row kernel.
+TEST_CASE("assign: expressions of more leaves than the stride lists hold in place", "[core][assign]") {
+  const shape<3> s{5, 7, 9};
+  std::vector<fuse::tensor<float, 3>> full_leaves, wide;
+  std::vector<fuse::tensor<float, 2>> rows;
+  for (int k = 0; k < 8; ++k) {
+    full_leaves.push_back(random_tensor<float, 3>(s, 900 + k));
+    rows.push_back(random_tensor<float, 2>({7, 1}, 920 + k));  // broadcast along the rows
+    wide.push_back(random_tensor<float, 3>({5, 7, 18}, 940 + k));  // read with stride 2
+  }
+  auto ref = [&](const shape<3>& i) {
+    double r = 0;
+    for (int k = 0; k < 8; ++k)
+      r += at(full_leaves[k], i) + at(rows[k], shape<2>{i[1], 0}) + at(wide[k], shape<3>{i[0], i[1], 2 * i[2]});
+    return r;
+  };
+  auto three = [&](auto k) {
+    return full_leaves[k] + rows[k] + fuse::slice<2>(wide[k].view(), 0, 18, 2);
+  };
+  auto e = [&]<std::size_t... K>(std::index_sequence<K...>) {
+    return (three(K) + ...);
+  }(std::make_index_sequence<8>{});
+  static_assert(fuse::kernels_v<decltype(e)> == 1);
+  fuse::tensor<float, 3> y(s);
+  fuse::assign(fuse::cpu{.threads = 1}, y, e);
+  check_all(y, ref, 1e-5, 1e-5);
+
+  // The same sum normalised over its rows: the row kernel lists the phases' leaves too.
+  fuse::tensor<float, 3> z(s);
+  fuse::assign(fuse::cpu{.threads = 1}, z, e - fuse::mean(e, fuse::axis<-1>));
+  static_assert(fuse::kernels_v<decltype(e - fuse::mean(e, fuse::axis<-1>))> == 1);
+  check_all(z, [&](const shape<3>& i) {
+    double m = 0;
+    for (index_t j = 0; j < s[2]; ++j) m += ref({i[0], i[1], j});
+    return ref(i) - m / double(s[2]);
+  }, 1e-5, 1e-5);
+}

@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <vector>
 
 #include "fuse/core/errors.hpp"
 #include "fuse/core/evaluator.hpp"
 #include "fuse/core/leaf.hpp"
+#include "fuse/detail/small_vector.hpp"
 
 namespace fuse::detail {
 
@@ -87,29 +87,34 @@ struct iteration {
 
 // Merges neighbouring axes among [first, first + n) that every stride set (trackers and output)
 // traverses as one, and drops axes of extent 1. The merged axes are right-aligned within the
-// range; freed axes at its front get extent 1 (and stride 0).
-inline void collapse_axes(index_t* shape, std::size_t first, std::size_t n, const std::vector<index_t*>& sets) {
-  std::vector<index_t> new_shape(n, 1);
-  std::vector<std::vector<index_t>> new_strides(sets.size(), std::vector<index_t>(n, 0));
+// range; freed axes at its front get extent 1 (and stride 0). In place: going from the last axis
+// down, an axis is read before any merged axis is written over it.
+inline void collapse_axes(index_t* shape, std::size_t first, std::size_t n, index_t* const* sets, std::size_t count) {
+  shape += first;
   int w = -1;  // the group being merged into, -1: none yet
   int pos = static_cast<int>(n);
   for (int d = static_cast<int>(n) - 1; d >= 0; --d) {
-    const index_t e = shape[first + d];
+    const index_t e = shape[d];
     if (e == 1) continue;
     bool merge = w >= 0;
-    for (std::size_t k = 0; merge && k < sets.size(); ++k)
-      merge = sets[k][first + d] == new_strides[k][w] * new_shape[w];
+    for (std::size_t k = 0; merge && k < count; ++k) merge = sets[k][first + d] == sets[k][first + w] * shape[w];
     if (merge) {
-      new_shape[w] *= e;
+      shape[w] *= e;
     } else {
       w = --pos;
-      new_shape[w] = e;
-      for (std::size_t k = 0; k < sets.size(); ++k) new_strides[k][w] = sets[k][first + d];
+      shape[w] = e;
+      for (std::size_t k = 0; k < count; ++k) sets[k][first + w] = sets[k][first + d];
     }
   }
-  std::copy(new_shape.begin(), new_shape.end(), shape + first);
-  for (std::size_t k = 0; k < sets.size(); ++k) std::copy(new_strides[k].begin(), new_strides[k].end(), sets[k] + first);
+  for (int d = 0; d < pos; ++d) {
+    shape[d] = 1;
+    for (std::size_t k = 0; k < count; ++k) sets[k][first + d] = 0;
+  }
 }
+
+// Room for this many stride sets (output and trackers) before the lists below allocate.
+inline constexpr std::size_t stride_sets_in_place = 16;
+using stride_sets = small_vector<index_t*, stride_sets_in_place>;
 
 template <class T, std::size_t RD, class E>
 auto make_iteration(const destination<T, RD>& dst, const E& e) {
@@ -122,22 +127,22 @@ auto make_iteration(const destination<T, RD>& dst, const E& e) {
   std::copy(shape.begin(), shape.end(), it.shape);
   std::copy(ostride.begin(), ostride.end(), it.out_stride);
 
-  std::vector<index_t*> sets{it.out_stride};
-  std::vector<bool> splattable{false}, copied{false};
+  // Each set's splat (how its leaf is read through copies; nullptr: it cannot be, or the output).
+  stride_sets sets{it.out_stride};
+  small_vector<decltype(tracker::splat), stride_sets_in_place> splats{nullptr};
   it.eval.for_each_tracker([&](const tracker& t) {
     sets.push_back(t.stride);
-    splattable.push_back(t.splat != nullptr);
-    copied.push_back(t.splat != nullptr && t.splat != &tracker::no_copies);
+    splats.push_back(t.splat);
   });
-  collapse_axes(it.shape, 0, R, sets);
+  collapse_axes(it.shape, 0, R, sets.data(), sets.size());
   it.unit = true;
   if (it.shape[R - 1] > 1) {
     bool splat = true, copies = false;
     for (std::size_t k = 0; k < sets.size(); ++k) {
       const index_t s = sets[k][R - 1];
       it.unit = it.unit && s == 1;
-      splat = splat && (s == 1 || (s == 0 && splattable[k]));
-      copies = copies || (s == 0 && copied[k]);
+      splat = splat && (s == 1 || (s == 0 && splats[k] != nullptr));
+      copies = copies || (s == 0 && splats[k] != nullptr && splats[k] != &tracker::no_copies);
     }
     // Short rows lose more to a fill per row (a call per leaf) than the strided loop costs:
     // x[M, 2] * s[M, 1] ran 2x slower through the copies than strided (probe round 10 review).

@@ -172,7 +172,7 @@ row_iteration<T, R, Ev2, Ph2> with_evaluators(const row_iteration<T, R, Ev, Ph>&
 
 // Moves the axes in `mask` last (stable), for the shape and every stride set.
 template <std::size_t R>
-void move_axes_last(index_t* shape, const std::vector<index_t*>& sets, std::uint32_t mask) {
+void move_axes_last(index_t* shape, const stride_sets& sets, std::uint32_t mask) {
   std::size_t order[R];
   std::size_t k = 0;
   for (std::size_t d = 0; d < R; ++d)
@@ -204,13 +204,13 @@ auto make_row_iteration(const destination<T, RD>& dst, const E& e, const shape_t
   for (std::size_t j = 0; j < RD; ++j)
     if (dst.shape[j] != 1) it.out_stride[R - RD + j] = dst.strides[j];
 
-  std::vector<index_t*> sets{it.out_stride};
+  stride_sets sets{it.out_stride};
   it.eval.for_each_tracker([&](const tracker& t) { sets.push_back(t.stride); });
   for_each(it.phases, [&](auto& p) { p.for_each_tracker([&](const tracker& t) { sets.push_back(t.stride); }); });
   move_axes_last<R>(it.shape, sets, mask);
   it.inner_first = R - static_cast<std::size_t>(std::popcount(mask));
-  collapse_axes(it.shape, 0, it.inner_first, sets);
-  collapse_axes(it.shape, it.inner_first, R - it.inner_first, sets);
+  collapse_axes(it.shape, 0, it.inner_first, sets.data(), sets.size());
+  collapse_axes(it.shape, it.inner_first, R - it.inner_first, sets.data(), sets.size());
   // The collapse leaves merged row axes last and extent 1 before them (a contiguous operand's
   // row axes become one): those leading axes join the outer ones, so that such a row is one axis
   // for the kernels (one-axis and unit-stride paths; on the GPU no division per element).

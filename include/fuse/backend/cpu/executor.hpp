@@ -172,8 +172,14 @@ void run_cpu(const cpu& exec, const It& it) {
   const shared_plan shared = plan_shared(it.eval, nullptr);
   const hoist_mode hoist = hoist_mode_of(it);
   const bool tiles = [&] {
-    auto ev = it.eval;  // for_each_tracker is not const
-    return tiles_rows<It::rank>(ev, it.shape[It::rank - 1], it.out_stride);
+    constexpr std::size_t R = It::rank;
+    if constexpr (R < 2) {
+      return false;
+    } else {
+      if (it.shape[R - 1] >= tile_max_row) return false;  // before copying the evaluator
+      auto ev = it.eval;  // for_each_tracker is not const
+      return tiles_rows<R>(ev, it.shape[R - 1], it.out_stride);
+    }
   }();
   auto body = [&](index_t t, index_t nt) {
     const index_t b = chunk_begin(n, t, nt), e = chunk_begin(n, t + 1, nt);

@@ -12,9 +12,9 @@
 #include <cstddef>
 #include <memory>
 #include <new>
-#include <vector>
 
 #include "fuse/core/evaluator.hpp"
+#include "fuse/detail/small_vector.hpp"
 
 namespace fuse::detail {
 
@@ -56,7 +56,7 @@ class splat_rows {
     std::size_t offset;
   };
   index_t n_;
-  std::vector<leaf> leaves_;
+  small_vector<leaf, 8> leaves_;
   std::unique_ptr<unsigned char[], aligned_delete> buffer_;
 };
 

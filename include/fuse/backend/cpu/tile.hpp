@@ -17,10 +17,10 @@
 #include <cstddef>
 #include <memory>
 #include <new>
-#include <vector>
 
 #include "fuse/backend/cpu/splat.hpp"
 #include "fuse/core/evaluator.hpp"
+#include "fuse/detail/small_vector.hpp"
 
 namespace fuse::detail {
 
@@ -103,7 +103,7 @@ class tile_rows {
     index_t rows;      // how many copies
   };
   index_t n_, rows_ = 1;
-  std::vector<leaf> leaves_;
+  small_vector<leaf, 8> leaves_;
   std::unique_ptr<unsigned char[], aligned_delete> buffer_;
 };
 
