@@ -465,14 +465,48 @@ TEST_CASE("broadcast: an expensive function of a per-row operand is computed onc
     CHECK(calls <= m + threads);  // once per row a thread starts (a row split between threads: twice)
     check_all(y, [&](const shape<2>& i) { return double(x(i[0], i[1])) * std::exp(double(s(i[0], 0))) - s(i[0], 0); }, 1e-5);
   }
-  SECTION("rows shorter than the copies are made for: per element") {
+  SECTION("rows shorter than the copies are made for: once per row in tiles, else per element") {
     auto x = random_tensor<float, 2>({5, 8}, 633);
     auto s = random_tensor<float, 2>({5, 1}, 634);
     fuse::tensor<float, 2> y(5, 8);
     calls = 0;
     fuse::assign(fuse::cpu{.threads = 1}, y, x * fuse::exp(fuse::map(count, s)));
-    CHECK(calls == 5 * 8);
+    CHECK(calls == 5);  // the rows run as one tile (backend/cpu/tile.hpp), each row's value spread
     check_all(y, [&](const shape<2>& i) { return double(x(i[0], i[1])) * std::exp(double(s(i[0], 0))); }, 1e-5);
+    // x read with stride 2: no tiles, and too short for copies: the subtree per element.
+    auto wide = random_tensor<float, 2>({5, 16}, 639);
+    calls = 0;
+    fuse::assign(fuse::cpu{.threads = 1}, y, fuse::slice<1>(wide.view(), 0, 16, 2) * fuse::exp(fuse::map(count, s)));
+    CHECK(calls == 5 * 8);
+    check_all(y, [&](const shape<2>& i) { return double(wide(i[0], 2 * i[1])) * std::exp(double(s(i[0], 0))); }, 1e-5);
+  }
+  SECTION("a batch norm over small NCHW planes: rows in tiles, the per-row value spread, threads") {
+    // 9 x 9 planes (rows of 81, tiles of 13 rows that stop at the end of the channel axis), 3
+    // threads whose ranges start and end inside rows.
+    auto x = random_tensor<float, 4>({40, 61, 9, 9}, 641);
+    auto mean = random_tensor<float, 3>({61, 1, 1}, 642), gamma = random_tensor<float, 3>({61, 1, 1}, 643);
+    auto beta = random_tensor<float, 3>({61, 1, 1}, 644);
+    auto var = fuse::eval(fuse::abs(random_tensor<float, 3>({61, 1, 1}, 645)) + 0.1f);
+    auto ref = [&](const shape<4>& i) {
+      return (double(x(i[0], i[1], i[2], i[3])) - mean(i[1], 0, 0)) / std::sqrt(double(var(i[1], 0, 0)) + 1e-5) * gamma(i[1], 0, 0) +
+             beta(i[1], 0, 0);
+    };
+    for (int threads : {1, 3}) {
+      CAPTURE(threads);
+      fuse::tensor<float, 4> y(40, 61, 9, 9);
+      calls = 0;
+      fuse::assign(fuse::cpu{.threads = threads}, y, (x - mean) * fuse::rsqrt(fuse::map(count, var) + 1e-5f) * gamma + beta);
+      CHECK(calls <= 40 * 61 + threads);  // once per row, and once more for a row a thread starts inside
+      check_all(y, ref, 1e-5);
+    }
+    // Planes of 3 x 5 on one thread, and a channel axis that ends inside a tile.
+    auto x2 = random_tensor<float, 4>({3, 7, 3, 5}, 646);
+    auto v2 = fuse::eval(fuse::abs(random_tensor<float, 3>({7, 1, 1}, 647)) + 0.1f);
+    fuse::tensor<float, 4> y2(3, 7, 3, 5);
+    calls = 0;
+    fuse::assign(fuse::cpu{.threads = 1}, y2, x2 * fuse::rsqrt(fuse::map(count, v2) + 1e-5f));
+    CHECK(calls == 3 * 7);
+    check_all(y2, [&](const shape<4>& i) { return double(x2(i[0], i[1], i[2], i[3])) / std::sqrt(double(v2(i[1], 0, 0)) + 1e-5); }, 1e-5);
   }
   SECTION("a batch norm over NCHW: rsqrt(var[C, 1, 1] + eps) once per row, into a transposed destination too") {
     for (int threads : {1, 2}) {

@@ -170,7 +170,6 @@ void run_cpu(const cpu& exec, const It& it) {
   if (n == 0) return;
   [[maybe_unused]] const int threads = threads_for(exec, n);
   const shared_plan shared = plan_shared(it.eval, nullptr);
-  const hoist_mode hoist = hoist_mode_of(it);
   const bool tiles = [&] {
     constexpr std::size_t R = It::rank;
     if constexpr (R < 2) {
@@ -181,6 +180,7 @@ void run_cpu(const cpu& exec, const It& it) {
       return tiles_rows<R>(ev, it.shape[R - 1], it.out_stride);
     }
   }();
+  const hoist_mode hoist = hoist_mode_of(it, tiles);
   auto body = [&](index_t t, index_t nt) {
     const index_t b = chunk_begin(n, t, nt), e = chunk_begin(n, t + 1, nt);
     using T = std::remove_pointer_t<decltype(it.out)>;
@@ -197,7 +197,10 @@ void run_cpu(const cpu& exec, const It& it) {
     if constexpr (It::rank >= 2 && !std::is_void_v<hoist_candidate_t<std::remove_cvref_t<decltype(it.eval)>>>) {
       // Every thread alike, even one of under a row (it computes a row of values it partly
       // needs): whether a value was hoisted then does not depend on the thread count.
-      if (hoist != hoist_mode::none) return with_hoisted(it, hoist, run_contiguous);
+      // Per row, short rows still run as tiles (each row's value spread along it); across rows
+      // the values are one row long, read at the row's own indices: no tiles.
+      if (hoist != hoist_mode::none)
+        return with_hoisted(it, hoist, [&](const auto& ev) { run_contiguous(ev, tiles && hoist == hoist_mode::per_row); });
     }
     with_shared(it.eval, shared, [&](const auto& ev) {
       // Short rows with leaves constant along them run contiguous as tiles (tile.hpp).

@@ -11,10 +11,11 @@
 // it has stride 0 along every axis but the last and the row fits a buffer (hoist_max_row): each
 // thread fills the buffer with the subtree's values along the row and runs the kernel with the
 // subtree replaced by a read of that buffer. It is hoisted per row when every leaf under it has
-// stride 0 along the last axis and the contiguous loop reads such leaves through copies: its value
-// at each row start is copied along the row instead. Only these expressions compile the extra loop; CUDA does not hoist (docs/design.md).
+// stride 0 along the last axis and the contiguous loop reads such leaves through copies, or short
+// rows run as tiles (tile.hpp): its value at each row start is copied along the row instead. Only these expressions compile the extra loop; CUDA does not hoist (docs/design.md).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <new>
@@ -101,7 +102,7 @@ struct row_values_eval {
   FUSE_HOST_DEVICE FUSE_INLINE T at(index_t i, const Env&...) const { return values[i]; }
   template <class F>
   void for_each_tracker(F&& f) {
-    if (per_row) f(tracker{no_stride, nullptr, sizeof(T), 0, this, &fill_row});
+    if (per_row) f(tracker{no_stride, nullptr, sizeof(T), 0, this, &fill_row, &fill_tile});
   }
   static void fill_row(void* self, void* buffer, index_t from, index_t count) {
     auto& ev = *static_cast<row_values_eval*>(self);
@@ -110,19 +111,40 @@ struct row_values_eval {
     for (index_t k = from; k < from + count; ++k) row[k] = ev.value;
     ev.values = row;
   }
+  // Short rows run as tiles (tile.hpp): rows of n elements from the row seek() last saw on along
+  // the next-to-last axis (a tile never crosses its end); each row's value, n times. Always
+  // filled: the value of one row is one evaluation of h, not worth a cache.
+  static const void* fill_tile(void* self, void* buffer, index_t n, index_t count, const void*) {
+    auto& ev = *static_cast<row_values_eval*>(self);
+    T* const out = static_cast<T*>(buffer);
+    if constexpr (R >= 2) {
+      index_t at[R];
+      for (std::size_t d = 0; d < R; ++d) at[d] = ev.row_at[d];
+      for (index_t k = 0; k < count; k += n, ++at[R - 2]) {
+        ev.h.seek(at);
+        const T v = ev.h.template at<false>(0);
+        const index_t stop = std::min(n, count - k);
+        for (index_t j = 0; j < stop; ++j) out[k + j] = v;
+      }
+    }
+    ev.stale = true;  // h was moved past the row seek() saw: a later fill_row seeks it again
+    ev.h.seek(ev.row_at);
+    ev.values = out;
+    return nullptr;
+  }
 };
 
-// The mode for it.eval's candidate (before threads split the rows). Across rows wins where both
-// hold (a subtree of constants and stride-0 leaves only).
+// The mode for it.eval's candidate (before threads split the rows); tiles: the kernel's short rows
+// run as tiles. Across rows wins where both hold (a subtree of constants and stride-0 leaves only).
 template <class It>
-hoist_mode hoist_mode_of(const It& it) {
+hoist_mode hoist_mode_of(const It& it, bool tiles) {
   constexpr std::size_t R = It::rank;
   using H = hoist_candidate_t<std::remove_cvref_t<decltype(it.eval)>>;
   if constexpr (std::is_void_v<H> || R < 2) {
     return hoist_mode::none;
   } else {
     const index_t inner = it.shape[R - 1];
-    if (!(it.unit || it.splat) || inner > hoist_max_row || inner < 2) return hoist_mode::none;
+    if (!(it.unit || it.splat || tiles) || inner > hoist_max_row || inner < 2) return hoist_mode::none;
     const H& first = first_occurrence<H>(it.eval);
     if (!all_occurrences_equal(it.eval, first, nullptr)) return hoist_mode::none;  // same shape, other operands
     H h = first;
@@ -131,10 +153,12 @@ hoist_mode hoist_mode_of(const It& it) {
       for (std::size_t d = 0; d + 1 < R; ++d) across_rows = across_rows && t.stride[d] == 0;
       along_row = along_row && t.stride[R - 1] == 0;
     });
-    if (across_rows) return hoist_mode::across_rows;
+    // Across rows only where the kernel's loop is contiguous without tiles (a row of values).
+    if (across_rows && (it.unit || it.splat)) return hoist_mode::across_rows;
     // Per row only through the copies of the contiguous loop: it.splat says the row is long
-    // enough for them (and it.unit cannot hold with such a leaf).
-    if (along_row && it.splat) return hoist_mode::per_row;
+    // enough for them (and it.unit cannot hold with such a leaf), `tiles` that short rows run as
+    // tiles (tile.hpp), each row's value spread along its row in the tile.
+    if (along_row && (it.splat || tiles)) return hoist_mode::per_row;
     return hoist_mode::none;
   }
 }
