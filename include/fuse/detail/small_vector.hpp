@@ -26,7 +26,7 @@ class small_vector {
   small_vector(const small_vector&) = delete;
   small_vector& operator=(const small_vector&) = delete;
 
-  void push_back(const T& v) {
+  void push_back(T v) {  // by value: v may be one of this list's elements, which grow() frees
     if (size_ == capacity_) grow();
     data_[size_++] = v;
   }
@@ -43,7 +43,7 @@ class small_vector {
 
  private:
   void grow() {
-    auto bigger = std::make_unique<T[]>(capacity_ * 2);
+    auto bigger = std::make_unique_for_overwrite<T[]>(capacity_ * 2);
     std::copy_n(data_, size_, bigger.get());
     heap_ = std::move(bigger);
     data_ = heap_.get();

@@ -73,15 +73,33 @@ Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean, c
     if constexpr (Finite) clean = sum - sum == Acc(0);
     return a;
   }
+  // Each array is set only where it is used, and `chunks` only once a second chunk starts: on a
+  // row of 64 floats, setting all three took 61 of ~430 instructions a row (callgrind, AVX2).
   Acc lane[W], probe[W], chunks[W];
-  for (int l = 0; l < W; ++l) lane[l] = chunks[l] = Op::template identity<Acc>(), probe[l] = Acc(0);
+  FUSE_SIMD_LOOP
+  for (int l = 0; l < W; ++l) lane[l] = Op::template identity<Acc>();
+  if constexpr (Finite) {
+    FUSE_SIMD_LOOP
+    for (int l = 0; l < W; ++l) probe[l] = Acc(0);
+  }
+  bool chunked = false;  // chunks holds the lanes of the chunks before the current one
   index_t i = b;
   while (i + W <= e) {
     const index_t stop = std::min(e, i + 8 * W);
     pf.template ahead<streams_by_itself<Ev>>(i, stop - i);
     if constexpr (by_chunks) {
-      FUSE_SIMD_LOOP
-      for (int l = 0; l < W; ++l) chunks[l] = Op::combine(chunks[l], lane[l]), lane[l] = Op::template identity<Acc>();
+      if (i != b) {
+        if (chunked) {
+          FUSE_SIMD_LOOP
+          for (int l = 0; l < W; ++l) chunks[l] = Op::combine(chunks[l], lane[l]);
+        } else {
+          FUSE_SIMD_LOOP
+          for (int l = 0; l < W; ++l) chunks[l] = lane[l];
+        }
+        FUSE_SIMD_LOOP
+        for (int l = 0; l < W; ++l) lane[l] = Op::template identity<Acc>();
+        chunked = true;
+      }
     }
     for (; i + W <= stop; i += W) {
       FUSE_SIMD_LOOP
@@ -104,8 +122,10 @@ Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean, c
     lane[0] = Op::combine(lane[0], static_cast<Acc>(v));
   }
   if constexpr (by_chunks) {
-    FUSE_SIMD_LOOP
-    for (int l = 0; l < W; ++l) lane[l] = Op::combine(chunks[l], lane[l]);
+    if (chunked) {
+      FUSE_SIMD_LOOP
+      for (int l = 0; l < W; ++l) lane[l] = Op::combine(chunks[l], lane[l]);
+    }
   }
   if constexpr (Finite) {
     // Any order detects a NaN or an infinity.
