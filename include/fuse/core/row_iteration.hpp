@@ -194,9 +194,11 @@ void move_axes_last(index_t* shape, const stride_sets& sets, std::uint32_t mask)
 template <std::size_t R, class T, std::size_t RD, class E>
 auto make_row_iteration(const destination<T, RD>& dst, const E& e, const shape_t<R>& shape, std::uint32_t mask,
                         bool one_per_row = false) {
-  auto ev = e.template evaluator<R, 0>(shape);
-  auto phases = collect_phases<R, 0>(e, shape);
-  row_iteration<T, R, decltype(ev), decltype(phases)> it{dst.data, {}, {}, 0, ev, phases, {}, true, is_reduce_v<E> || one_per_row};
+  // Evaluator and phases built in place, not copied (see make_iteration).
+  using Ev = decltype(e.template evaluator<R, 0>(shape));
+  using Phases = decltype(collect_phases<R, 0>(e, shape));
+  row_iteration<T, R, Ev, Phases> it{dst.data, {}, {}, 0, e.template evaluator<R, 0>(shape), collect_phases<R, 0>(e, shape), {},
+                                     true, is_reduce_v<E> || one_per_row};
   std::copy(shape.begin(), shape.end(), it.shape);
   // The destination's axes, aligned on the trailing group axes; stride 0 where it has extent 1
   // (a reduction root writes one value per row).
@@ -238,7 +240,7 @@ auto make_row_iteration(const destination<T, RD>& dst, const E& e, const shape_t
       }(std::make_index_sequence<k>{});
     };
     (check(std::integral_constant<std::size_t, K>{}), ...);
-  }(std::make_index_sequence<decltype(phases)::size>{});
+  }(std::make_index_sequence<Phases::size>{});
   return it;
 }
 
