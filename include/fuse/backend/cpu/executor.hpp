@@ -170,16 +170,7 @@ void run_cpu(const cpu& exec, const It& it) {
   if (n == 0) return;
   [[maybe_unused]] const int threads = threads_for(exec, n);
   const shared_plan shared = plan_shared(it.eval, nullptr);
-  const bool tiles = [&] {
-    constexpr std::size_t R = It::rank;
-    if constexpr (R < 2) {
-      return false;
-    } else {
-      if (it.shape[R - 1] >= tile_max_row) return false;  // before copying the evaluator
-      auto ev = it.eval;  // for_each_tracker is not const
-      return tiles_rows<R>(ev, it.shape[R - 1], it.out_stride);
-    }
-  }();
+  const bool tiles = tiles_rows<It::rank>(it.eval, it.shape[It::rank - 1], it.out_stride);
   const hoist_mode hoist = hoist_mode_of(it, tiles);
   auto body = [&](index_t t, index_t nt) {
     const index_t b = chunk_begin(n, t, nt), e = chunk_begin(n, t + 1, nt);

@@ -12,7 +12,8 @@
 // thread fills the buffer with the subtree's values along the row and runs the kernel with the
 // subtree replaced by a read of that buffer. It is hoisted per row when every leaf under it has
 // stride 0 along the last axis and the contiguous loop reads such leaves through copies, or short
-// rows run as tiles (tile.hpp): its value at each row start is copied along the row instead. Only these expressions compile the extra loop; CUDA does not hoist (docs/design.md).
+// rows run as tiles (tile.hpp): its value at each row start is copied along the row instead.
+// Only these expressions compile the extra loop; CUDA does not hoist (docs/design.md).
 #pragma once
 
 #include <algorithm>
@@ -127,8 +128,8 @@ struct row_values_eval {
         for (index_t j = 0; j < stop; ++j) out[k + j] = v;
       }
     }
-    ev.stale = true;  // h was moved past the row seek() saw: a later fill_row seeks it again
-    ev.h.seek(ev.row_at);
+    ev.h.seek(ev.row_at);  // back at the row seek() saw; `value` may be another row's
+    ev.stale = true;
     ev.values = out;
     return nullptr;
   }

@@ -116,11 +116,11 @@ void run_row(const It& it, Ev& ev, Phases& phases, const shared_plan* shared, ro
   if (next != nullptr) next->finish(n);
 }
 
-// Rows [first, last); phase Cached (>= 0) shares its operand with the epilogue through a buffer.
-// online: the pair runs as one pass (row_online.hpp). Short rows run in batches (row_batch.hpp).
 // A row buffer up to this size is a local array, not an allocation.
 inline constexpr std::size_t row_buffer_on_stack_bytes = 4096;
 
+// Rows [first, last); phase Cached (>= 0) shares its operand with the epilogue through a buffer.
+// online: the pair runs as one pass (row_online.hpp). Short rows run in batches (row_batch.hpp).
 template <bool Unit, int Cached, class It>
 void run_rows_with(const It& it, index_t first, index_t last, bool stream, bool online) {
   constexpr std::size_t R = It::rank;

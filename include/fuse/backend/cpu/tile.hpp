@@ -43,13 +43,15 @@ tile_read tile_read_of(const tracker& t, index_t n) {
 
 // Whether rows of n elements of ev (rank R), written with out_stride, run as tiles: short rows
 // that follow each other in the output, every leaf flowing or copied, some leaf copied. (Then
-// every leaf is contiguous within a tile, whatever its stride along the row.)
+// every leaf is contiguous within a tile, whatever its stride along the row.) The evaluator is
+// copied (for_each_tracker is not const) only once the row length and output allow tiles.
 template <std::size_t R, class Ev>
-bool tiles_rows(Ev& ev, index_t n, const index_t* out_stride) {
+bool tiles_rows(const Ev& eval, index_t n, const index_t* out_stride) {
   if constexpr (R < 2) {
     return false;
   } else {
     if (n < 2 || n >= tile_max_row || out_stride[R - 1] != 1 || out_stride[R - 2] != n) return false;
+    Ev ev = eval;
     bool ok = true, copies = false;
     ev.for_each_tracker([&](const tracker& t) {
       const tile_read r = tile_read_of<R>(t, n);
