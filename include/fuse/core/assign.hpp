@@ -11,6 +11,7 @@
 #include "fuse/backend/cpu/executor.hpp"
 #include "fuse/backend/cpu/row_kernel.hpp"
 #include "fuse/backend/eager.hpp"
+#include "fuse/core/computed_reductions.hpp"
 #include "fuse/core/iteration.hpp"
 #include "fuse/core/map_expr.hpp"
 #include "fuse/core/row_iteration.hpp"
@@ -52,11 +53,21 @@ void run_fallback(const Exec& exec, const It& it) {
 
 template <class Exec, class T, std::size_t R>
 using tensor_for = basic_tensor<T, R, typename allocator_for<Exec::space>::type>;
+template <class Exec>
+using computed_for = computed_reductions<typename allocator_for<Exec::space>::type>;
 
-template <class Exec, class Arena, class E>
-auto materialise_group(const Exec& exec, Arena& arena, const E& e) {
-  auto tmp = arena.template make<typename E::value_type>(e.shape());
-  assign_fused(exec, tmp, e);
+template <class Exec, class D, class E>
+void assign_fused_with(const Exec& exec, D&& d, const E& e, computed_for<Exec>* computed);
+
+// A group of its own, computed into a temporary; a reduction computed before (the same over the
+// same data) is read back instead.
+template <class Exec, class E>
+auto materialise_group(const Exec& exec, computed_for<Exec>& computed, const E& e) {
+  if constexpr (is_reduce_v<E>)
+    if (auto done = computed.find(e)) return *done;
+  auto tmp = computed.arena.template make<typename E::value_type>(e.shape());
+  assign_fused_with(exec, tmp, e, &computed);
+  if constexpr (is_reduce_v<E>) computed.add(e, tmp.data());
   return tmp;
 }
 
@@ -66,22 +77,22 @@ auto materialise_group(const Exec& exec, Arena& arena, const E& e) {
 // - Every = true, when run-time shapes broke the group: every reduction below the root, innermost
 //   first, so that each is a one-phase kernel over a reduction-free operand. (Materialising a
 //   whole nested reduction instead would compile another multi-phase kernel for a rare path.)
-template <std::size_t R, std::uint32_t M, bool Every, class Exec, class Arena, class E>
-auto split_group(const Exec& exec, Arena& arena, const E& e) {
+template <std::size_t R, std::uint32_t M, bool Every, class Exec, class E>
+auto split_group(const Exec& exec, computed_for<Exec>& computed, const E& e) {
   auto operand = [&]<class A>(const A& x) {
     if constexpr (Every && is_reduce_v<A>) {
       // Its operand is reduction-free now: one fallback kernel, no fresh assign_fused (whose
       // checks the whole expression has passed, and whose fast paths a rare path does not need).
-      const auto r = split_group<R, M, Every>(exec, arena, x);
+      const auto r = split_group<R, M, Every>(exec, computed, x);
       using RE = std::remove_cvref_t<decltype(r)>;
-      auto tmp = arena.template make<typename RE::value_type>(r.shape());
+      auto tmp = computed.arena.template make<typename RE::value_type>(r.shape());
       const auto it = make_row_iteration<RE::child_rank>(destination_of(tmp), r, r.child.shape(), RE::mask);
       if (!it.empty()) run_fallback(exec, it);
       return tmp;
     } else if constexpr (stays_in_group<A, R, M>) {
-      return split_group<R, M, Every>(exec, arena, x);
+      return split_group<R, M, Every>(exec, computed, x);
     } else {
-      return materialise_group(exec, arena, x);
+      return materialise_group(exec, computed, x);
     }
   };
   if constexpr (is_reduce_v<E> || (E::kind == node_kind::elementwise && reduction_count_v<E> > 0)) {
@@ -116,22 +127,30 @@ bool checked_empty(const Dst& dst, const E& e) {
 }
 
 template <class Exec, class D, class E>
-void assign_fused_as_is(const Exec& exec, D&& d, const E& e);
+void assign_fused_as_is(const Exec& exec, D&& d, const E& e, computed_for<Exec>* computed);
 
 // One fused group of expression e (already held) into destination view/tensor d. A floating
 // expression into an integer destination is converted as fuse::cast converts (saturating, NaN to
 // 0: math/convert.hpp), not by the store's plain conversion, which is undefined out of range.
 template <class Exec, class D, class E>
 void assign_fused(const Exec& exec, D&& d, const E& e) {
+  assign_fused_with(exec, std::forward<D>(d), e, nullptr);
+}
+
+// The same, within an assignment whose reductions computed so far are `computed` (null: none; the
+// groups of e are then computed with a table of their own).
+template <class Exec, class D, class E>
+void assign_fused_with(const Exec& exec, D&& d, const E& e, computed_for<Exec>* computed) {
   using Out = std::remove_cvref_t<decltype(*d.data())>;
+  // (The cast is a temporary: the table must not keep its nodes, so it gets a table of its own.)
   if constexpr (math::saturating_conversion_v<Out, typename E::value_type>)
-    assign_fused_as_is(exec, std::forward<D>(d), fuse::cast<Out>(e));
+    assign_fused_as_is(exec, std::forward<D>(d), fuse::cast<Out>(e), nullptr);
   else
-    assign_fused_as_is(exec, std::forward<D>(d), e);
+    assign_fused_as_is(exec, std::forward<D>(d), e, computed);
 }
 
 template <class Exec, class D, class E>
-void assign_fused_as_is(const Exec& exec, D&& d, const E& e) {
+void assign_fused_as_is(const Exec& exec, D&& d, const E& e, computed_for<Exec>* computed) {
   static_assert(spaces_compatible(Exec::space, E::space),
                 "fuse::assign: the executor and the expression's memory are in different spaces "
                 "(host leaves need fuse::cpu, device leaves fuse::cuda)");
@@ -141,7 +160,7 @@ void assign_fused_as_is(const Exec& exec, D&& d, const E& e) {
   if (checked_empty(dst, e)) return;
   auto via_temporary = [&] {
     tensor_for<Exec, typename E::value_type, E::rank> tmp(e.shape());
-    assign_fused(exec, tmp, e);
+    assign_fused_with(exec, tmp, e, computed);
     assign_fused(exec, d, tmp.view());
   };
   constexpr std::size_t dst_rank = std::tuple_size_v<decltype(dst.shape)>;
@@ -150,7 +169,7 @@ void assign_fused_as_is(const Exec& exec, D&& d, const E& e) {
     // (of extent 1) put back. A destination of lower rank (leading 1s dropped) takes a copy.
     if constexpr (dst_rank >= E::rank) {
       auto with_axis = reshape_axis<true, E::axis + (dst_rank - E::rank)>(hold_operand(d));  // a view of d
-      assign_fused(exec, with_axis, e.inner);
+      assign_fused_with(exec, with_axis, e.inner, computed);
     } else {
       via_temporary();
     }
@@ -168,8 +187,9 @@ void assign_fused_as_is(const Exec& exec, D&& d, const E& e) {
   } else {
     using group = group_of<E>;
     constexpr std::size_t R = group::rank;
-    pool_arena<typename allocator_for<Exec::space>::type> arena;
-    const auto g = split_group<R, group::mask, false>(exec, arena, e);
+    computed_for<Exec> own;
+    computed_for<Exec>& table = computed ? *computed : own;
+    const auto g = split_group<R, group::mask, false>(exec, table, e);
     const shape_t<R> shape = group_shape(e, dst.shape);
     using G = std::remove_cvref_t<decltype(g)>;
     // Root reductions that the row kernel reads badly: over leading axes (by columns; with their
@@ -190,7 +210,9 @@ void assign_fused_as_is(const Exec& exec, D&& d, const E& e) {
       run_checked(exec, it, via_temporary);
     } else {
       // Run-time shapes break the group: every reduction below the root becomes its own kernel.
-      const auto split = split_group<R, group::mask, true>(exec, arena, g);
+      // (A table of its own: g is a local expression, whose nodes the outer table must not keep.)
+      computed_for<Exec> fallback;
+      const auto split = split_group<R, group::mask, true>(exec, fallback, g);
       using S = std::remove_cvref_t<decltype(split)>;
       if constexpr (reduction_count_v<S> == 0) {
         auto it = make_iteration(dst, split);

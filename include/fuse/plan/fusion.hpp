@@ -19,6 +19,7 @@
 #include <cstddef>
 
 #include "fuse/core/map_expr.hpp"
+#include "fuse/core/node_identity.hpp"
 #include "fuse/ops/reduce.hpp"
 
 namespace fuse {
@@ -147,6 +148,16 @@ void for_each_row_extent(const E& e, F&& f) {
   }
 }
 
+// A squeezed reduction is its reduction's group, written through a view without the axis.
+template <class E>
+struct unsqueezed {
+  using type = E;
+};
+template <std::size_t K, class I>
+struct unsqueezed<squeezed_reduce<K, I>> {
+  using type = I;
+};
+
 // Does every reduction that joins the group reduce exactly the group's extents along its row
 // axes? (Otherwise the run-time shapes force a split.)
 template <std::size_t R, std::uint32_t M, class E>
@@ -178,42 +189,57 @@ bool widen_to_rows(const E& e, shape_t<R>& shape) {
   }
 }
 
-template <class E>
-struct fusion;
-
+// The groups that the nodes below E need beyond the group (R, M) that E belongs to, in the
+// executor's order: each reduction that does not join (also directly under another reduction:
+// var(var(x, axis<0>), axis<1>)), then the groups below it. keys[n++] names each by its type
+// (type_key); a squeezed reduction by null (never shared).
 template <std::size_t R, std::uint32_t M, class E>
-constexpr std::size_t kernels_below();
+constexpr void groups_below(const void** keys, std::size_t& n);
 
-// Kernels for operand A of a node in the group (R, M): a reduction that does not join the group
-// is a group of its own (also directly under another reduction: var(var(x, axis<0>), axis<1>)).
 template <std::size_t R, std::uint32_t M, class A>
-constexpr std::size_t operand_kernels() {
-  if constexpr (stays_in_group<A, R, M>) return kernels_below<R, M, A>();
-  else return fusion<A>::kernels;
-}
-
-// Kernels that the nodes below E need beyond the group (R, M) that E belongs to.
-template <std::size_t R, std::uint32_t M, class E>
-constexpr std::size_t kernels_below() {
-  if constexpr (is_reduce_v<E>) {
-    return operand_kernels<R, M, typename E::child_type>();
-  } else if constexpr (E::kind == node_kind::elementwise) {
-    return []<class... A>(const tuple<A...>*) {
-      return (std::size_t{0} + ... + operand_kernels<R, M, A>());
-    }(static_cast<const decltype(E::args)*>(nullptr));
+constexpr void operand_groups(const void** keys, std::size_t& n) {
+  if constexpr (stays_in_group<A, R, M>) {
+    groups_below<R, M, A>(keys, n);
   } else {
-    return 0;
+    using G = typename unsqueezed<A>::type;  // the reduction whose group it is
+    keys[n++] = is_reduce_v<A> ? &type_key<A> : nullptr;
+    groups_below<group_of<G>::rank, group_of<G>::mask, G>(keys, n);
   }
 }
 
+template <std::size_t R, std::uint32_t M, class E>
+constexpr void groups_below(const void** keys, std::size_t& n) {
+  if constexpr (is_reduce_v<E>) {
+    operand_groups<R, M, typename E::child_type>(keys, n);
+  } else if constexpr (E::kind == node_kind::elementwise) {
+    [&]<class... A>(const tuple<A...>*) {
+      (operand_groups<R, M, A>(keys, n), ...);
+    }(static_cast<const decltype(E::args)*>(nullptr));
+  }
+}
+
+// The plan of E: its root's group, and one group for each reduction below that does not join
+// it, counted once where the same reduction occurs again (core/computed_reductions.hpp reads the
+// first result back: batch-norm statistics hold mean(x) twice). The same type stands for the
+// same data here; where it is not (mean(x, axis<0>) + mean(y, axis<0>), x and y of one type), the
+// run-time plan (plan/report.hpp) lists one kernel more and says why.
 template <class E>
 struct fusion {
-  using group = group_of<E>;
-  static constexpr std::size_t kernels = 1 + kernels_below<group::rank, group::mask, E>();
+  using group = group_of<typename unsqueezed<E>::type>;
+  static constexpr std::size_t kernels = [] {
+    using G = typename unsqueezed<E>::type;
+    const void* keys[reduction_count_v<G> + 1] = {};
+    std::size_t n = 0;
+    groups_below<group::rank, group::mask, G>(keys, n);
+    std::size_t distinct = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      bool seen = false;
+      for (std::size_t j = 0; j < i && keys[i] != nullptr; ++j) seen = seen || keys[j] == keys[i];
+      distinct += seen ? 0 : 1;
+    }
+    return 1 + distinct;
+  }();
 };
-// A squeezed reduction is its reduction's group, written through a view without the axis.
-template <std::size_t K, class I>
-struct fusion<squeezed_reduce<K, I>> : fusion<I> {};
 
 // Interior nodes: those an unfused framework runs as a kernel each.
 template <class E>

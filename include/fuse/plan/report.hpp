@@ -15,6 +15,7 @@
 
 #include "fuse/backend/eager.hpp"
 #include "fuse/core/generators.hpp"
+#include "fuse/core/node_identity.hpp"
 #include "fuse/core/row_iteration.hpp"
 #include "fuse/plan/fusion.hpp"
 
@@ -196,8 +197,6 @@ std::string describe(const E& e, leaf_table& leaves) {
   }
 }
 
-template <class E>
-inline constexpr char type_key = 0;  // its address names the type E (no RTTI needed)
 
 // An exact identity of a subtree, for the dedupe of a repeated reduction: node types (cast<U>,
 // map's callable, the view type), every leaf's memory and layout, and every constant's bytes,
@@ -241,6 +240,21 @@ using computed_map = std::map<const void*, std::string>;
 struct plan_builder {
   plan_report& report;
   leaf_table names{};
+  // Reductions computed as groups of their own so far, and their results' names: a later equal
+  // one reads the result (as core/computed_reductions.hpp).
+  struct computed {
+    const void* type;
+    const void* node;
+    std::string name;
+  };
+  std::vector<computed> reductions{};
+
+  template <class A>
+  const std::string* computed_before(const A& a) const {
+    for (const computed& c : reductions)
+      if (c.type == &type_key<A> && same_node(*static_cast<const A*>(c.node), a)) return &c.name;
+    return nullptr;
+  }
 };
 
 // The group rooted at one kernel, walked as the executor splits it (core/assign.hpp).
@@ -269,8 +283,20 @@ std::string emit_split_reduction(const E& e, plan_builder& p, const computed_map
 template <std::size_t R, std::uint32_t M, class E>
 void emit_leaving(const E& e, plan_builder& p, computed_map& out) {
   auto operand = [&]<class A>(const A& a) {
-    if constexpr (!stays_in_group<A, R, M>) out.emplace(&a, emit_group(a, p));
-    else emit_leaving<R, M>(a, p, out);
+    if constexpr (!stays_in_group<A, R, M>) {
+      if constexpr (is_reduce_v<A>) {
+        if (const std::string* name = p.computed_before(a)) return void(out.emplace(&a, *name));
+        const bool same_form = std::any_of(p.reductions.begin(), p.reductions.end(), [](const auto& c) { return c.type == &type_key<A>; });
+        p.reductions.push_back({&type_key<A>, &a, emit_group(a, p)});
+        // kernels_v counts a reduction of one form once, taking it for the same data.
+        if (same_form) p.report.lines.back().what += " (of the same form as an earlier kernel, over other data)";
+        out.emplace(&a, p.reductions.back().name);
+      } else {
+        out.emplace(&a, emit_group(a, p));
+      }
+    } else {
+      emit_leaving<R, M>(a, p, out);
+    }
   };
   if constexpr (is_reduce_v<E>) operand(e.child);
   else if constexpr (requires { e.args; }) for_each(e.args, operand);
