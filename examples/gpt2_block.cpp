@@ -47,7 +47,7 @@ void layer(const char* name, Y& y, const E& e) {
   fuse::assign(fuse::eager(fuse::cpu{}), y_eager, e);
   double diff = 0;
   for (index_t i = 0; i < y.size(); ++i) diff = std::max(diff, double(std::abs(y.data()[i] - y_eager.data()[i])));
-  std::printf("%-36s fused %zu kernel(s), eager %2zu   max |fused - eager| %.2g\n", name, std::size_t(fused.kernels),
+  std::printf("%-40s fused %zu kernel(s), eager %2zu   max |fused - eager| %.2g\n", name, std::size_t(fused.kernels),
               std::size_t(eager.kernels), diff);
 }
 
@@ -68,16 +68,17 @@ tensor2 block(const weights& w, const std::vector<int>& tokens) {
   auto part = [&](index_t i) { return fuse::permute<1, 0, 2>(fuse::squeeze<1>(fuse::slice<1>(parts, i, i + 1))); };
   const auto q = part(0), k = part(1), v = part(2);
 
-  // scores[h, i, j] = q[h, i, :] . k[h, j, :]: a reduction over the last axis of a broadcast product.
-  tensor3 scores(heads, seq, seq), p(heads, seq, seq);
-  layer("scores = q @ k^T", scores, fuse::squeeze<3>(fuse::sum(fuse::unsqueeze<2>(q) * fuse::unsqueeze<1>(k), fuse::axis<-1>)));
-
-  // The causal mask (a key after the query gets -inf), the scale and the softmax: one row kernel.
-  const std::array<index_t, 3> s = scores.shape();
+  // scores[h, i, j] = q[h, i, :] . k[h, j, :], a reduction over the last axis of a broadcast
+  // product; then the causal mask (a key after the query gets -inf), the scale and the softmax.
+  // Two kernels: the scores (computed once, though the softmax reads them four times), then one
+  // row kernel for mask, scale and softmax.
+  tensor3 p(heads, seq, seq);
+  const std::array<index_t, 3> s{heads, seq, seq};
   const float scale = 1.f / std::sqrt(float(head_dim)), minus_inf = -std::numeric_limits<float>::infinity();
+  auto scores = fuse::squeeze<3>(fuse::sum(fuse::unsqueeze<2>(q) * fuse::unsqueeze<1>(k), fuse::axis<-1>));
   auto masked = fuse::softmax(fuse::where(fuse::iota<2>(s) <= fuse::iota<1>(s), scores * scale, minus_inf), fuse::axis<-1>);
-  static_assert(fuse::kernels_v<decltype(masked)> == 1);
-  layer("p = softmax(causal(scores * scale))", p, masked);
+  static_assert(fuse::kernels_v<decltype(masked)> == 2);
+  layer("p = softmax(causal(q @ k^T * scale))", p, masked);
 
   // y[h, i, :] = sum over j of p[h, i, j] v[h, j, :]; heads back side by side as [seq, dim].
   tensor3 y_heads(heads, seq, head_dim), y(seq, heads, head_dim);

@@ -835,6 +835,29 @@ TEST_CASE("a reduction over leading axes written twice is computed once: batch n
       }
     }
   }
+  // A reduction without its reduced axis (NumPy's x.sum(-1)) under a softmax, which reads its
+  // operand four times: attention's scores q k^T written as a contraction are computed once
+  // (five kernels, four of them the contraction, when each occurrence was computed).
+  {
+    auto q = random<float, 2>({13, 6}, 92, -1.0, 1.0), k = random<float, 2>({11, 6}, 93, -1.0, 1.0);
+    calls = 0;
+    const auto qc = fuse::map(counted, q);
+    const auto p = fuse::softmax(fuse::squeeze<2>(fuse::sum(fuse::unsqueeze<1>(qc) * fuse::unsqueeze<0>(k), fuse::axis<-1>)), fuse::axis<-1>);
+    static_assert(fuse::kernels_v<decltype(p)> == 2);
+    CHECK(fuse::plan(p).kernels == 2);
+    const auto got = fuse::eval(p);
+    CHECK(calls == 13 * 11 * 6);
+    for (index_t i = 0; i < 13; ++i) {
+      std::vector<double> s(11);
+      double top = -INFINITY, total = 0;
+      for (index_t j = 0; j < 11; ++j) {
+        for (index_t d = 0; d < 6; ++d) s[std::size_t(j)] += double(q(i, d)) * k(j, d);
+        top = std::max(top, s[std::size_t(j)]);
+      }
+      for (double& v : s) total += (v = std::exp(v - top));
+      for (index_t j = 0; j < 11; ++j) CHECK(close(got(i, j), s[std::size_t(j)] / total, 1e-5, 1e-7));
+    }
+  }
   // Two reductions of one form over different data are both computed; the plan lists one kernel
   // more than kernels_v (which takes one form for the same data) and says why.
   auto p = random<float, 2>({33, 9}, 90, -2.0, 3.0), q = random<float, 2>({33, 9}, 91, -2.0, 3.0);

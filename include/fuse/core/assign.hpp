@@ -59,15 +59,14 @@ using computed_for = computed_reductions<typename allocator_for<Exec::space>::ty
 template <class Exec, class D, class E>
 void assign_fused_with(const Exec& exec, D&& d, const E& e, computed_for<Exec>* computed);
 
-// A group of its own, computed into a temporary; a reduction computed before (the same over the
-// same data) is read back instead.
+// A group of its own (a reduction, or one without a reduced axis), computed into a temporary,
+// unless the same over the same data was computed before: then that result is read back.
 template <class Exec, class E>
 auto materialise_group(const Exec& exec, computed_for<Exec>& computed, const E& e) {
-  if constexpr (is_reduce_v<E>)
-    if (auto done = computed.find(e)) return *done;
+  if (auto done = computed.find(e)) return *done;
   auto tmp = computed.arena.template make<typename E::value_type>(e.shape());
   assign_fused_with(exec, tmp, e, &computed);
-  if constexpr (is_reduce_v<E>) computed.add(e, tmp.data());
+  computed.add(e, tmp.data());
   return tmp;
 }
 

@@ -192,7 +192,7 @@ bool widen_to_rows(const E& e, shape_t<R>& shape) {
 // The groups that the nodes below E need beyond the group (R, M) that E belongs to, in the
 // executor's order: each reduction that does not join (also directly under another reduction:
 // var(var(x, axis<0>), axis<1>)), then the groups below it. keys[n++] names each by its type
-// (type_key); a squeezed reduction by null (never shared).
+// (type_key).
 template <std::size_t R, std::uint32_t M, class E>
 constexpr void groups_below(const void** keys, std::size_t& n);
 
@@ -202,7 +202,7 @@ constexpr void operand_groups(const void** keys, std::size_t& n) {
     groups_below<R, M, A>(keys, n);
   } else {
     using G = typename unsqueezed<A>::type;  // the reduction whose group it is
-    keys[n++] = is_reduce_v<A> ? &type_key<A> : nullptr;
+    keys[n++] = &type_key<A>;
     groups_below<group_of<G>::rank, group_of<G>::mask, G>(keys, n);
   }
 }
@@ -234,7 +234,7 @@ struct fusion {
     std::size_t distinct = 0;
     for (std::size_t i = 0; i < n; ++i) {
       bool seen = false;
-      for (std::size_t j = 0; j < i && keys[i] != nullptr; ++j) seen = seen || keys[j] == keys[i];
+      for (std::size_t j = 0; j < i; ++j) seen = seen || keys[j] == keys[i];
       distinct += seen ? 0 : 1;
     }
     return 1 + distinct;

@@ -284,16 +284,12 @@ template <std::size_t R, std::uint32_t M, class E>
 void emit_leaving(const E& e, plan_builder& p, computed_map& out) {
   auto operand = [&]<class A>(const A& a) {
     if constexpr (!stays_in_group<A, R, M>) {
-      if constexpr (is_reduce_v<A>) {
-        if (const std::string* name = p.computed_before(a)) return void(out.emplace(&a, *name));
-        const bool same_form = std::any_of(p.reductions.begin(), p.reductions.end(), [](const auto& c) { return c.type == &type_key<A>; });
-        p.reductions.push_back({&type_key<A>, &a, emit_group(a, p)});
-        // kernels_v counts a reduction of one form once, taking it for the same data.
-        if (same_form) p.report.lines.back().what += " (of the same form as an earlier kernel, over other data)";
-        out.emplace(&a, p.reductions.back().name);
-      } else {
-        out.emplace(&a, emit_group(a, p));
-      }
+      if (const std::string* name = p.computed_before(a)) return void(out.emplace(&a, *name));
+      const bool same_form = std::any_of(p.reductions.begin(), p.reductions.end(), [](const auto& c) { return c.type == &type_key<A>; });
+      p.reductions.push_back({&type_key<A>, &a, emit_group(a, p)});
+      // kernels_v counts a reduction of one form once, taking it for the same data.
+      if (same_form) p.report.lines.back().what += " (of the same form as an earlier kernel, over other data)";
+      out.emplace(&a, p.reductions.back().name);
     } else {
       emit_leaving<R, M>(a, p, out);
     }
