@@ -874,6 +874,57 @@ TEST_CASE("a reduction over leading axes written twice is computed once: batch n
   }
 }
 
+// An elementwise node over reductions of its rows and constants alone is a value per row; under a
+// reduction over other axes (the mean of a per-row loss) it is one row kernel of its own, written
+// once per row, and the outer reduction reads it (plan/fusion.hpp, is_row_value). It was a kernel
+// per reduction, logsumexp's max twice.
+TEST_CASE("a value per row under a reduction over other axes is one row kernel: mean cross-entropy") {
+  using x2 = fuse::tensor<float, 2>&;
+  auto lse_mean = [](const auto& x) { return fuse::mean(fuse::logsumexp(x, fuse::axis<-1>)); };
+  static_assert(fuse::kernels_v<decltype(lse_mean(std::declval<x2>()))> == 2);
+  // Not a value per row (x outside the reductions): the max, then the sum over everything.
+  static_assert(fuse::kernels_v<decltype(fuse::sum(std::declval<x2>() - fuse::max(std::declval<x2>(), fuse::axis<-1>)))> == 2);
+  std::atomic<long> calls{0};
+  auto counted = [&calls](float v) {
+    calls.fetch_add(1, std::memory_order_relaxed);
+    return v;
+  };
+  for (int threads : {1, 2, 3}) {
+    const fuse::cpu exec{.threads = threads};
+    CAPTURE(threads);
+    for (auto [n, c] : {std::pair<index_t, index_t>{37, 101}, {300, 7}, {5, 1}}) {
+      CAPTURE(n, c);
+      auto lg = random<float, 2>({n, c}, unsigned(100 + n), -4.0, 4.0);
+      fuse::tensor<std::int32_t, 1> label(n);
+      for (index_t i = 0; i < n; ++i) label(i) = std::int32_t((i * 7) % c);
+      const std::array<index_t, 2> s{n, c};
+      const auto z = fuse::map(counted, lg);
+      const auto loss = fuse::logsumexp(z, fuse::axis<-1>) - fuse::sum(fuse::where(fuse::iota<1>(s) == fuse::reshape(label, n, 1), z, 0.f), fuse::axis<-1>);
+      const auto mean_loss = fuse::mean(loss);
+      static_assert(fuse::kernels_v<decltype(loss)> == 1);
+      static_assert(fuse::kernels_v<decltype(mean_loss)> == 2);
+      CHECK(fuse::plan(exec, mean_loss).kernels == 2);
+      calls = 0;
+      const float got = fuse::eval(exec, mean_loss);
+      CHECK(calls == 3 * lg.size());  // three phases over the logits: max, sum of exp, the label's
+      const float lse = fuse::eval(exec, lse_mean(lg));
+      double want = 0, want_lse = 0;
+      for (index_t i = 0; i < n; ++i) {
+        double mx = -INFINITY, se = 0;
+        for (index_t j = 0; j < c; ++j) mx = std::max(mx, double(lg(i, j)));
+        for (index_t j = 0; j < c; ++j) se += std::exp(double(lg(i, j)) - mx);
+        want += (mx + std::log(se) - lg(i, label(i))) / double(n);
+        want_lse += (mx + std::log(se)) / double(n);
+      }
+      CHECK(close(got, want, 1e-5, 1e-6));
+      CHECK(close(lse, want_lse, 1e-5, 1e-6));
+      // A NaN logit makes its row's loss, and so the mean, NaN.
+      lg(n / 2, c - 1) = NAN;
+      CHECK(std::isnan(fuse::eval(exec, mean_loss)));
+    }
+  }
+}
+
 TEST_CASE("reductions over rows shorter than a vector: every op, ranks 1-3, threads, empty rows, aliasing") {
   for (int threads : {1, 2, 3}) {
     const fuse::cpu exec{.threads = threads};

@@ -126,11 +126,71 @@ constexpr bool joins_group_f() {
 template <class C, std::size_t R, std::uint32_t M>
 inline constexpr bool joins_group = joins_group_f<C, R, M>();
 
+// Does every reduction below E, through elementwise nodes and nested, join the group (R, M)?
+template <std::size_t R, std::uint32_t M, class E>
+constexpr bool phases_only() {
+  if constexpr (is_reduce_v<E>) {
+    return joins_group<E, R, M> && phases_only<R, M, typename E::child_type>();
+  } else if constexpr (is_squeezed_v<E>) {
+    return false;
+  } else if constexpr (E::kind == node_kind::elementwise) {
+    return []<class... A>(const tuple<A...>*) { return (phases_only<R, M, A>() && ...); }(static_cast<const decltype(E::args)*>(nullptr));
+  } else {
+    return true;
+  }
+}
+
+// Does a reduction directly below E (through elementwise nodes) join the group (R, M)?
+template <std::size_t R, std::uint32_t M, class E>
+constexpr bool any_joins() {
+  if constexpr (is_reduce_v<E>) {
+    return joins_group<E, R, M>;
+  } else if constexpr (E::kind == node_kind::elementwise) {
+    return []<class... A>(const tuple<A...>*) { return (any_joins<R, M, A>() || ...); }(static_cast<const decltype(E::args)*>(nullptr));
+  } else {
+    return false;
+  }
+}
+
+// Is E made of reductions and constants (rank 0) alone, through elementwise nodes?
+template <class E>
+constexpr bool over_reductions_only() {
+  if constexpr (is_reduce_v<E> || E::rank == 0) {
+    return true;
+  } else if constexpr (E::kind == node_kind::elementwise && !is_rank_lift_v<E>) {
+    return []<class... A>(const tuple<A...>*) { return (over_reductions_only<A>() && ...); }(static_cast<const decltype(E::args)*>(nullptr));
+  } else {
+    return false;
+  }
+}
+
+// A value per row: an elementwise node over reductions that all join its own group as phases,
+// with nothing but constants outside them (logsumexp(x, axis<-1>), a per-row loss
+// logsumexp(z) - sum(where(iota == label, z, 0))). Its extent along its row axes is 1, so as a
+// group of its own it is one row kernel that writes one value per row (widen_to_rows).
+template <class E>
+constexpr bool is_row_value_f() {
+  if constexpr (E::kind != node_kind::elementwise || reduction_count_v<E> == 0) {
+    return false;
+  } else {
+    using G = group_of<E>;
+    return G::mask != 0 && over_reductions_only<E>() && phases_only<G::rank, G::mask, E>();
+  }
+}
+template <class E>
+inline constexpr bool is_row_value = is_row_value_f<E>();
+
 // Does operand A of a node in the group (R, M) stay in the group? Everything but a reduction that
-// does not join it (which becomes a group of its own, read back as a small leaf); a reduction
-// without a reduced axis (squeezed_reduce: another rank than its operand's) never joins.
+// does not join it (which becomes a group of its own, read back as a small leaf; a reduction
+// without a reduced axis, squeezed_reduce, never joins), and a value per row none of whose
+// reductions join it (mean of a per-row loss: one row kernel for the loss, not a kernel for each
+// of its reductions, with the max of a logsumexp computed twice).
 template <class A, std::size_t R, std::uint32_t M>
-inline constexpr bool stays_in_group = !(is_reduce_v<A> || is_squeezed_v<A>) || joins_group<A, R, M>;
+inline constexpr bool stays_in_group = [] {
+  if constexpr (is_reduce_v<A> || is_squeezed_v<A>) return joins_group<A, R, M>;
+  else if constexpr (is_row_value<A>) return any_joins<R, M, A>();
+  else return true;
+}();
 
 // f(axis, extent) for each row axis of the group (rank R, row axes M) and the extent that a
 // reduction joining the group reduces along it, every joining reduction in pre-order. (A reduction

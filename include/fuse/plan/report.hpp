@@ -303,7 +303,7 @@ void emit_leaving(const E& e, plan_builder& p, computed_map& out) {
 // one is its own kernel too.
 template <std::size_t R, std::uint32_t M, class A>
 std::string walk_operand(const A& a, group_walk& g) {
-  if constexpr (is_squeezed_v<A>) {
+  if constexpr (is_squeezed_v<A> || (!is_reduce_v<A> && !stays_in_group<A, R, M>)) {  // (a value per row)
     g.temp_bytes += shape_size(a.shape()) * index_t(sizeof(typename A::value_type));
     return g.before.at(&a);
   } else if constexpr (!is_reduce_v<A>) {
