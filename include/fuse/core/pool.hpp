@@ -103,6 +103,7 @@ class pool_arena {
   pool_arena() = default;
   pool_arena(const pool_arena&) = delete;
   ~pool_arena() {
+    if (!pool_) return;  // only empty blocks (no pool was needed)
     for (const auto& b : blocks_) pool_->release(b);
   }
   template <class T, std::size_t R>
