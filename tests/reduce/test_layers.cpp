@@ -1,5 +1,7 @@
 // Reduction-broadcast layers: softmax, log_softmax, layer_norm, rms_norm and the same written by
 // hand - one kernel each - against double references, with extreme inputs and in place.
+#include <limits>
+
 #include "reduce_support.hpp"
 
 using namespace rt;
@@ -27,6 +29,42 @@ TEST_CASE("softmax and log_softmax match the reference, fused and eager, every r
         REQUIRE(close(y(r, j), ref[j], 2e-5, 1e-12));
         REQUIRE(close(ly(r, j), std::log(ref[j]), 2e-5, 2e-5));
         REQUIRE(close(ye(r, j), ref[j], 2e-5, 1e-12));
+      }
+    }
+  }
+}
+
+// A causal mask from iota: the query index iota<0> has stride 0 along the row and reads no
+// memory, so the row kernel keeps its contiguous variant (affine_eval). Rows short (batches),
+// medium (the exp kept in a row buffer) and over 16 KiB (max and sum in one pass), 1-3 threads,
+// with an offset (the first row fully masked but its first element), against double loops; and
+// iota<0> as a value in the epilogue and in elementwise kernels.
+TEST_CASE("causal-masked softmax and iota of another axis in row and elementwise kernels") {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  for (int threads : {1, 2, 3}) {
+    const fuse::cpu exec{.threads = threads};
+    CAPTURE(threads);
+    for (auto [m, n] : {std::pair<index_t, index_t>{19, 7}, {9, 300}, {40, 1029}, {3, 5003}}) {
+      CAPTURE(m, n);
+      auto x = random<float, 2>({m, n}, unsigned(200 + m), -4, 4);
+      const std::array<index_t, 2> s{m, n};
+      const index_t shift = n - m;  // query i sees keys 0..i + shift
+      fuse::tensor<float, 2> p(m, n), q(m, n), z(m, n);
+      fuse::assign(exec, p, fuse::softmax(fuse::where(fuse::iota<1>(s) <= fuse::iota<0>(s) + shift, x, ninf), fuse::axis<-1>));
+      // The query index as a value: each row scaled by its row number plus one, after the softmax.
+      fuse::assign(exec, q, fuse::softmax(x, fuse::axis<-1>) * fuse::cast<float>(fuse::iota<0>(s) + 1));
+      fuse::assign(exec, z, x * fuse::cast<float>(fuse::iota<0>(s)) - fuse::cast<float>(fuse::iota<1>(s)));
+      for (index_t i = 0; i < m; ++i) {
+        const index_t seen = std::min(n, std::max<index_t>(i + shift + 1, 0));
+        std::vector<double> row(x.data() + i * n, x.data() + i * n + seen);
+        const auto want = seen > 0 ? softmax_ref(row) : std::vector<double>{};
+        const auto full = softmax_ref(std::vector<double>(x.data() + i * n, x.data() + (i + 1) * n));
+        for (index_t j = 0; j < n; ++j) {
+          if (seen == 0) REQUIRE(std::isnan(p(i, j)));
+          else REQUIRE(close(p(i, j), j < seen ? want[std::size_t(j)] : 0.0, 2e-5, 1e-12));
+          REQUIRE(close(q(i, j), full[std::size_t(j)] * double(i + 1), 2e-5, 1e-12));
+          REQUIRE(close(z(i, j), double(x(i, j)) * double(i) - double(j), 1e-6, 1e-4));  // (x i rounds in float)
+        }
       }
     }
   }

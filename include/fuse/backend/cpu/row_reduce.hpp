@@ -44,9 +44,11 @@ FUSE_INLINE Acc fold_pairwise(Acc* a, F f) {
 // Elements [b, e) of the current row folded with Op (W lanes, so that the compiler vectorises and
 // the latency of combine is hidden); with a buffer, also stores each element there (for the
 // epilogue, see row_cache.hpp). Finite: combines with Op::finite_combine and sums v on the side
-// (one add), which ends infinite or NaN when some v is NaN or infinite (or, rarely, when the sum
-// overflows); then `clean` says whether the result can be used (otherwise the caller repeats the
-// block with Op::combine, exactly). pf asks for the row's long inputs ahead (prefetch.hpp).
+// (one add), which ends NaN when some v is NaN (or, rarely, when infinities of both signs meet);
+// then `clean` says whether the result can be used (otherwise the caller repeats the block with
+// Op::combine, exactly). Infinities alone leave it clean: max and min (the ops with a
+// finite_combine) take them right, and a causal mask's -inf filled half its blocks, each then
+// reduced twice. pf asks for the row's long inputs ahead (prefetch.hpp).
 template <class Op, class Acc, bool Unit, bool Finite, class Ev, class Store, std::size_t R>
 Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean, const stream_prefetch<R>& pf) {
   constexpr int W = sizeof(Acc) >= 8 ? 16 : 32;  // two 64-byte registers of lanes
@@ -70,7 +72,7 @@ Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean, c
       if constexpr (Finite) a = Op::finite_combine(a, static_cast<Acc>(v)), sum += static_cast<Acc>(v);
       else a = Op::combine(a, static_cast<Acc>(v));
     }
-    if constexpr (Finite) clean = sum - sum == Acc(0);
+    if constexpr (Finite) clean = sum == sum;  // false for NaN
     return a;
   }
   // Each array is set only where it is used, and `chunks` only once a second chunk starts: on a
@@ -128,9 +130,9 @@ Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean, c
     }
   }
   if constexpr (Finite) {
-    // Any order detects a NaN or an infinity.
+    // Any order detects a NaN.
     const Acc sum = fold_pairwise<W>(probe, [](Acc x, Acc y) { return x + y; });
-    clean = sum - sum == Acc(0);  // false for inf and NaN
+    clean = sum == sum;  // false for NaN
     // A clean block holds no NaN (the tail above is probed too), so the lanes combine with the
     // cheap form as well; an unclean block's result is discarded (the caller repeats it).
     return fold_pairwise<W>(lane, [](Acc x, Acc y) { return Op::finite_combine(x, y); });
