@@ -150,10 +150,11 @@ TEST_CASE("NaN propagates through max, min and sum from any position") {
 }
 
 // max and min run a NaN-free fast path over blocks and repeat a block exactly when it holds a NaN
-// or an infinity: the infinities must come out as values, not as NaN.
+// (or infinities of both signs, whose side sum is NaN): infinities must come out as values, and
+// a NaN beside them must still win. Rows of 9001 span three blocks.
 TEST_CASE("max and min of rows holding infinities, from any position") {
   const float inf = std::numeric_limits<float>::infinity();
-  for (index_t n : {index_t(1), index_t(64), index_t(100)}) {
+  for (index_t n : {index_t(1), index_t(64), index_t(100), index_t(9001)}) {
     for (index_t pos : {index_t(0), n / 2, n - 1}) {
       auto x = random<float, 2>({3, n}, 12);
       x(0, pos) = inf;
@@ -177,6 +178,13 @@ TEST_CASE("max and min of rows holding infinities, from any position") {
                                   for (double& e : v) e = -e;
                                   return v;
                                 }())));
+      if (n == 1) continue;
+      // Infinities of both signs, then a NaN in the same row (a causal mask over NaN logits).
+      x(0, pos == 0 ? n - 1 : 0) = -inf;
+      CHECK(fuse::eval(fuse::max(x, fuse::axis<-1>))(0, 0) == inf);
+      x(1, pos == n / 3 ? n - 1 : n / 3) = std::numeric_limits<float>::quiet_NaN();
+      CHECK(std::isnan(fuse::eval(fuse::max(x, fuse::axis<-1>))(1, 0)));
+      CHECK(std::isnan(fuse::eval(fuse::min(x, fuse::axis<-1>))(1, 0)));
     }
   }
 }
