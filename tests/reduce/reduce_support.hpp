@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -13,6 +14,14 @@
 namespace rt {
 
 using fuse::index_t;
+
+// An identity map on float that counts its calls: how often an operand was read.
+inline auto counting_identity(std::atomic<long>& calls) {
+  return [&calls](float v) {
+    calls.fetch_add(1, std::memory_order_relaxed);
+    return v;
+  };
+}
 
 template <class T = float, std::size_t R>
 fuse::tensor<T, R> random(fuse::shape_t<R> s, unsigned seed, double lo = -3, double hi = 3) {

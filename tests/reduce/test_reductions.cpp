@@ -1,6 +1,5 @@
 // Every reduction over axis<k>, axes<...> and all axes against a double reference; accuracy of
 // long float sums; NaN and empty extents; eager vs fused.
-#include <atomic>
 #include "reduce_support.hpp"
 
 using namespace rt;
@@ -784,10 +783,7 @@ TEST_CASE("a reduction over leading axes written twice is computed once: batch n
   static_assert(fuse::kernels_v<decltype(standardise(std::declval<x2>()))> == 3);
   static_assert(fuse::kernels_v<decltype(fuse::logsumexp(std::declval<x2>(), fuse::axis<0>))> == 3);
   std::atomic<long> calls{0};
-  auto counted = [&calls](float v) {
-    calls.fetch_add(1, std::memory_order_relaxed);
-    return v;
-  };
+  const auto counted = counting_identity(calls);
   for (int threads : {1, 2, 3}) {
     const fuse::cpu exec{.threads = threads};
     CAPTURE(threads);
@@ -893,10 +889,7 @@ TEST_CASE("a value per row under a reduction over other axes is one row kernel: 
   // Not a value per row (x outside the reductions): the max, then the sum over everything.
   static_assert(fuse::kernels_v<decltype(fuse::sum(std::declval<x2>() - fuse::max(std::declval<x2>(), fuse::axis<-1>)))> == 2);
   std::atomic<long> calls{0};
-  auto counted = [&calls](float v) {
-    calls.fetch_add(1, std::memory_order_relaxed);
-    return v;
-  };
+  const auto counted = counting_identity(calls);
   for (int threads : {1, 2, 3}) {
     const fuse::cpu exec{.threads = threads};
     CAPTURE(threads);

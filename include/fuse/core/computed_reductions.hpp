@@ -29,20 +29,19 @@ class computed_reductions {
   std::optional<result_view<typename A::value_type, A::rank>> find(const A& a) const {
     using V = result_view<typename A::value_type, A::rank>;
     for (const entry& e : entries_)
-      if (e.type == &type_key<A> && same_node(*static_cast<const A*>(e.node), a))
+      if (same_as(e.ref, a))
         return V(static_cast<typename A::value_type*>(e.data), extents_from_shape<A::rank, dextents<A::rank>>(a.shape()));
     return std::nullopt;
   }
   // a's result is at data (a must outlive the table: a node of the expression being assigned).
   template <class A>
   void add(const A& a, typename A::value_type* data) {
-    entries_.push_back(entry{&type_key<A>, &a, data});
+    entries_.push_back(entry{ref_of(a), data});
   }
 
  private:
   struct entry {
-    const void* type;
-    const void* node;
+    node_ref ref;
     void* data;
   };
   small_vector<entry, 4> entries_;

@@ -1,7 +1,7 @@
 // fuse/core/node_identity.hpp - is one expression node the same computation over the same data as
 // another of its type? Used to compute a reduction once where an expression holds it twice
-// (core/computed_reductions.hpp). A false "no" costs a recomputation, a false "yes" a wrong
-// result, so what cannot be compared is "no".
+// (core/computed_reductions.hpp) and to list it once in a plan (plan/report.hpp). A false "no"
+// costs a recomputation, a false "yes" a wrong result, so what cannot be compared is "no".
 #pragma once
 
 #include <cstring>
@@ -58,6 +58,21 @@ bool same_node(const E& a, const E& b) {
       if (!same_leaf(la[i], lb[i])) return false;
     return true;
   }
+}
+
+// A node of an expression that outlives the list holding it, by type and address: lists of nodes
+// seen (computed reductions, a plan's phases) look a node up with same_as.
+struct node_ref {
+  const void* type;
+  const void* node;
+};
+template <class E>
+node_ref ref_of(const E& e) {
+  return {&type_key<E>, &e};
+}
+template <class E>
+bool same_as(const node_ref& r, const E& e) {
+  return r.type == &type_key<E> && same_node(*static_cast<const E*>(r.node), e);
 }
 
 }  // namespace fuse::detail

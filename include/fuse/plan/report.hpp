@@ -198,40 +198,6 @@ std::string describe(const E& e, leaf_table& leaves) {
 }
 
 
-// An exact identity of a subtree, for the dedupe of a repeated reduction: node types (cast<U>,
-// map's callable, the view type), every leaf's memory and layout, and every constant's bytes,
-// which the printed names do not all show (x and transpose(x) are both x0; 1.0000001f prints 1).
-template <class E>
-std::string identity_key(const E& e) {
-  std::string k;
-  auto bytes_of = [&](const auto& v) { k.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
-  bytes_of(&type_key<E>);
-  // Appended piece by piece: "(" + std::string drew a false g++ 12 -O3 -Wrestrict (PR 105329).
-  if constexpr (is_reduce_v<E>) {
-    k += '(';
-    k += identity_key(e.child);
-    k += ')';
-  } else if constexpr (requires { e.args; }) {
-    if constexpr (!std::is_empty_v<std::remove_cvref_t<decltype(e.f)>>) bytes_of(e.f);
-    k += '(';
-    for_each(e.args, [&](const auto& a) {
-      k += identity_key(a);
-      k += ',';
-    });
-    k += ')';
-  } else {
-    if constexpr (requires { e.value; }) bytes_of(e.value);  // a scalar, full
-    e.visit_leaves([&](const leaf_info& l) {
-      std::ostringstream o;
-      o << '[' << l.data << ' ' << l.lo << ' ' << l.hi << ' ' << l.picked_by;
-      for (auto& a : l.axes) o << ' ' << a[0] << ':' << a[1];
-      o << ']';
-      k += o.str();
-    });
-  }
-  return k;
-}
-
 // Results of kernels computed before a group, named t<n>, by the node they stand for.
 using computed_map = std::map<const void*, std::string>;
 
@@ -243,8 +209,7 @@ struct plan_builder {
   // Reductions computed as groups of their own so far, and their results' names: a later equal
   // one reads the result (as core/computed_reductions.hpp).
   struct computed {
-    const void* type;
-    const void* node;
+    node_ref ref;
     std::string name;
   };
   std::vector<computed> reductions{};
@@ -252,7 +217,7 @@ struct plan_builder {
   template <class A>
   const std::string* computed_before(const A& a) const {
     for (const computed& c : reductions)
-      if (c.type == &type_key<A> && same_node(*static_cast<const A*>(c.node), a)) return &c.name;
+      if (same_as(c.ref, a)) return &c.name;
     return nullptr;
   }
 };
@@ -265,7 +230,7 @@ struct group_walk {
   index_t temp_bytes = 0;      // results of earlier kernels it reads
   index_t flops = 0;
   std::vector<std::string> phases{};
-  std::vector<std::string> keys{};  // identity_key of each phase (what the dedupe compares)
+  std::vector<node_ref> nodes{};  // each phase's node (what the dedupe compares, same_node)
   bool split = false;  // run-time shapes broke the group: each of its reductions is a kernel
 };
 
@@ -285,8 +250,8 @@ void emit_leaving(const E& e, plan_builder& p, computed_map& out) {
   auto operand = [&]<class A>(const A& a) {
     if constexpr (!stays_in_group<A, R, M>) {
       if (const std::string* name = p.computed_before(a)) return void(out.emplace(&a, *name));
-      const bool same_form = std::any_of(p.reductions.begin(), p.reductions.end(), [](const auto& c) { return c.type == &type_key<A>; });
-      p.reductions.push_back({&type_key<A>, &a, emit_group(a, p)});
+      const bool same_form = std::any_of(p.reductions.begin(), p.reductions.end(), [](const auto& c) { return c.ref.type == &type_key<A>; });
+      p.reductions.push_back({ref_of(a), emit_group(a, p)});
       // kernels_v counts a reduction of one form once, taking it for the same data.
       if (same_form) p.report.lines.back().what += " (of the same form as an earlier kernel, over other data)";
       out.emplace(&a, p.reductions.back().name);
@@ -323,15 +288,14 @@ std::string walk_group(const E& e, group_walk& g) {
     const index_t flops_before = g.flops;
     std::string self = std::string(E::op::name) + "(" + walk_operand<R, M>(e.child, g) + ")";
     // A repeated reduction (softmax's max, written twice) is computed once by the kernel, with
-    // its operand. Compared by identity, not by the printed text.
-    std::string key = identity_key(e);
-    if (std::find(g.keys.begin(), g.keys.end(), key) == g.keys.end()) {
+    // its operand. Compared by identity (same_node), not by the printed text.
+    if (std::none_of(g.nodes.begin(), g.nodes.end(), [&](const node_ref& r) { return same_as(r, e); })) {
       g.phases.push_back(self);
-      g.keys.push_back(std::move(key));
+      g.nodes.push_back(ref_of(e));
       g.flops += index_t(E::op::flops) * shape_size(e.child.shape());
     } else {
       g.phases.resize(before);
-      g.keys.resize(before);
+      g.nodes.resize(before);
       g.flops = flops_before;
     }
     return self;
