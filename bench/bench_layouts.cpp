@@ -15,8 +15,13 @@
 //   gated_bias      y = x * gelu(b[N]) on [8192, 1024] (memory) and [512, 256] (cache): an
 //                   expensive function of a row operand, computed once per thread, not per
 //                   element (backend/cpu/hoist.hpp); the hand-written loop computes gelu(b) once
+//   cross_entropy   loss[N, 1] = logsumexp(z) - z[label] on [4096, 8192] with label[N, 1]: one row
+//                   kernel whose label stays put along the row (read through rows of copies,
+//                   backend/cpu/row_copies.hpp)
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -286,6 +291,54 @@ void gated_hand(benchmark::State& s, index_t m, index_t n) {
   bench::set_bytes(s, d.bytes());
 }
 
+constexpr index_t kCeRows = 4096, kCeCols = 8192;
+struct ce_data {
+  fuse::tensor<float, 2> z{kCeRows, kCeCols}, loss{kCeRows, 1};
+  fuse::tensor<std::int32_t, 2> label{kCeRows, 1};
+  ce_data() {
+    bench::fill_random(z, 7, -4.f, 4.f);
+    for (index_t i = 0; i < kCeRows; ++i) label(i, 0) = std::int32_t((i * 7919) % kCeCols);
+  }
+  double bytes() const { return double(kCeRows) * (double(kCeCols) + 2.0) * sizeof(float); }  // z, label, loss
+};
+
+auto ce_of(ce_data& d) {
+  const std::array<index_t, 2> shape{kCeRows, kCeCols};
+  return fuse::logsumexp(d.z, fuse::axis<-1>) - fuse::sum(fuse::where(fuse::iota<1>(shape) == d.label, d.z, 0.f), fuse::axis<-1>);
+}
+
+template <class Exec>
+void ce_fuse(benchmark::State& s, Exec exec) {
+  ce_data d;
+  fuse::assign(exec, d.loss, ce_of(d));  // warm-up: the eager pool and page faults
+  for (auto _ : s) fuse::assign(exec, d.loss, ce_of(d)), benchmark::ClobberMemory();
+  bench::set_bytes(s, d.bytes());
+}
+
+// Per row: the max, the sum of exp(z - max) (fuse::math's exp, as softmax_hand), the label's logit.
+void ce_hand(benchmark::State& s) {
+  ce_data d;
+  for (auto _ : s) {
+#pragma omp parallel for schedule(static)
+    for (index_t r = 0; r < kCeRows; ++r) {
+      const float* __restrict__ z = d.z.data() + r * kCeCols;
+      float mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
+      for (index_t i = 0; i < kCeCols; ++i) mx = std::max(mx, z[i]);
+      double sum = 0;
+      for (index_t b = 0; b < kCeCols; b += 4096) {
+        float acc = 0;
+#pragma omp simd reduction(+ : acc)
+        for (index_t i = b; i < std::min(kCeCols, b + 4096); ++i) acc += fuse::math::exp(z[i] - mx);
+        sum += acc;
+      }
+      d.loss(r, 0) = float(double(mx) + std::log(sum) - double(z[d.label(r, 0)]));
+    }
+    benchmark::ClobberMemory();
+  }
+  bench::set_bytes(s, d.bytes());
+}
+
 const auto reg = [] {
   auto add = [](const char* name, auto fn) {
     benchmark::RegisterBenchmark(name, fn)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(0.5);
@@ -314,6 +367,10 @@ const auto reg = [] {
   add("embedding/fused", [](benchmark::State& s) { embedding_fuse(s, fuse::cpu{}); });
   add("embedding/eager", [](benchmark::State& s) { embedding_fuse(s, fuse::eager(fuse::cpu{})); });
   add("embedding/hand", embedding_hand);
+  add("cross_entropy/copy", [](benchmark::State& s) { bench::copy_baseline(s, ce_data{}.bytes()); });
+  add("cross_entropy/fused", [](benchmark::State& s) { ce_fuse(s, fuse::cpu{}); });
+  add("cross_entropy/eager", [](benchmark::State& s) { ce_fuse(s, fuse::eager(fuse::cpu{})); });
+  add("cross_entropy/hand", ce_hand);
   for (auto [name, m, n] : {std::tuple<const char*, index_t, index_t>{"gated_bias", 8192, 1024}, {"gated_bias_cache", 512, 256}}) {
     const std::string w = name;
     add((w + "/copy").c_str(), [m, n](benchmark::State& s) { bench::copy_baseline(s, gated_data(m, n).bytes()); });

@@ -70,6 +70,87 @@ TEST_CASE("causal-masked softmax and iota of another axis in row and elementwise
   }
 }
 
+// Leaves that stay put along the rows ([m, 1]: a per-row scale, a padding length, a label) are read
+// through rows of copies (backend/cpu/row_copies.hpp), shared by the phases of a row. Rows short
+// (batches), medium (row buffer), over 16 KiB (the online pair, with -inf blocks from the mask),
+// over splat_max_row (strided, as before) and fewer than the threads (split rows); two leaves of
+// different sizes in one kernel; a fully masked row (NaN); 1-3 threads; against double loops.
+TEST_CASE("row kernels over leaves constant along the row: per-row scale, padding mask, label") {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  for (int threads : {1, 2, 3}) {
+    const fuse::cpu exec{.threads = threads};
+    CAPTURE(threads);
+    for (auto [m, n] : {std::pair<index_t, index_t>{19, 7}, {9, 300}, {40, 1029}, {5, 5003}, {2, 70001}, {1, 2000}}) {
+      CAPTURE(m, n);
+      auto x = random<float, 2>({m, n}, unsigned(300 + m), -4, 4);
+      auto s = random<float, 2>({m, 1}, unsigned(301 + m), 0.25, 2);
+      fuse::tensor<std::int32_t, 2> len(m, 1);
+      fuse::tensor<std::int64_t, 2> label(m, 1);
+      for (index_t i = 0; i < m; ++i) len(i, 0) = std::int32_t(i == 1 ? 0 : (i * 37 + n / 2) % (n + 1)), label(i, 0) = (i * 13 + 5) % n;
+      const std::array<index_t, 2> sh{m, n};
+      fuse::tensor<float, 2> p(m, n), q(m, n), ln(m, n), ce(m, 1), r(m, 1);
+      fuse::assign(exec, p, fuse::softmax(x * s, fuse::axis<-1>));
+      fuse::assign(exec, q, fuse::softmax(fuse::where(fuse::iota<1>(sh) < len, x * s, ninf), fuse::axis<-1>));
+      fuse::assign(exec, ce, fuse::logsumexp(x * s, fuse::axis<-1>) - fuse::sum(fuse::where(fuse::iota<1>(sh) == label, x * s, 0.f), fuse::axis<-1>));
+      fuse::assign(exec, ln, fuse::layer_norm(x * s, 1.f, 0.f) * s + s);
+      fuse::assign(exec, r, fuse::sum(x * s, fuse::axis<-1>));
+      for (index_t i = 0; i < m; ++i) {
+        const double si = s(i, 0);
+        std::vector<double> row;
+        for (index_t j = 0; j < n; ++j) row.push_back(double(x(i, j)) * si);
+        const auto want = softmax_ref(row);
+        const index_t seen = len(i, 0);
+        const auto masked = seen > 0 ? softmax_ref(std::vector<double>(row.begin(), row.begin() + seen)) : std::vector<double>{};
+        const double mean = ref_mean(row), sd = std::sqrt(ref_var(row) + 1e-5);
+        const double mx = ref_max(row);
+        double se = 0;
+        for (double v : row) se += std::exp(v - mx);
+        const double lse = mx + std::log(se);
+        REQUIRE(close(ce(i, 0), lse - row[std::size_t(label(i, 0))], 1e-5, 1e-5));
+        REQUIRE(close(r(i, 0), ref_sum(row), 1e-5, 1e-4));
+        for (index_t j = 0; j < n; ++j) {
+          REQUIRE(close(p(i, j), want[std::size_t(j)], 2e-5, 1e-12));
+          if (seen == 0) REQUIRE(std::isnan(q(i, j)));
+          else REQUIRE(close(q(i, j), j < seen ? masked[std::size_t(j)] : 0.0, 2e-5, 1e-12));
+          REQUIRE(close(ln(i, j), (row[std::size_t(j)] - mean) / sd * si + si, 1e-4, 1e-5));
+        }
+      }
+    }
+  }
+}
+
+// Rows of two axes whose sub-rows read different elements of a leaf that stays put along the last
+// axis (x[b, h, w] * s[b, h, 1], softmax over h and w), and in place through a column of the
+// output itself (x = softmax(x * x[:, 0:1]): the fresh-tensor result).
+TEST_CASE("row copies: sub-rows of one row read different elements; in place through a column") {
+  for (int threads : {1, 2}) {
+    const fuse::cpu exec{.threads = threads};
+    const index_t b = 6, h = 5, w = 37;
+    auto x = random<float, 3>({b, h, w}, 41, -3, 3);
+    auto s = random<float, 3>({b, h, 1}, 42, 0.5, 1.5);
+    auto y = x * s;
+    fuse::tensor<float, 3> out(b, h, w);
+    fuse::assign(exec, out, fuse::exp(y - fuse::max(y, fuse::axes<1, 2>)) / fuse::sum(fuse::exp(y - fuse::max(y, fuse::axes<1, 2>)), fuse::axes<1, 2>));
+    for (index_t i = 0; i < b; ++i) {
+      std::vector<double> row;
+      for (index_t k = 0; k < h; ++k)
+        for (index_t j = 0; j < w; ++j) row.push_back(double(x(i, k, j)) * double(s(i, k, 0)));
+      const auto want = softmax_ref(row);
+      for (index_t k = 0; k < h; ++k)
+        for (index_t j = 0; j < w; ++j) REQUIRE(close(out(i, k, j), want[std::size_t(k * w + j)], 2e-5, 1e-12));
+    }
+    auto z = random<float, 2>({33, 300}, 43, -2, 2);
+    const auto z0 = fuse::eval(z * 1.f);
+    fuse::assign(exec, z, fuse::softmax(z * fuse::slice<1>(z, 0, 1), fuse::axis<-1>));
+    for (index_t i = 0; i < 33; ++i) {
+      std::vector<double> row;
+      for (index_t j = 0; j < 300; ++j) row.push_back(double(z0(i, j)) * double(z0(i, 0)));
+      const auto want = softmax_ref(row);
+      for (index_t j = 0; j < 300; ++j) REQUIRE(close(z(i, j), want[std::size_t(j)], 2e-5, 1e-12));
+    }
+  }
+}
+
 // An output of at least 16 MiB is written with streaming stores (the row kernel's epilogue, as the
 // elementwise kernel): into a destination that starts off a 64-byte line and has odd rows.
 TEST_CASE("softmax into a large misaligned destination (streaming stores)") {

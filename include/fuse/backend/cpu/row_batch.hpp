@@ -65,10 +65,10 @@ Buf row_buffer(Buf buf, int b, index_t stride) {
 
 // Rows [first, last) in batches. epilogue: the epilogue's evaluator (sharing applied, unbound);
 // phase Cached (>= 0) stores row b's operand at buf + b * buf_stride, and *source tells the
-// epilogue's cached_eval which row's buffer to read.
+// epilogue's cached_eval which row's buffer to read. copies: as seeked() (row_reduce.hpp).
 template <bool Unit, int Cached, class It, class Ev, class Buf, class Source>
 void run_batches(const It& it, index_t first, index_t last, const Ev& epilogue, const shared_plan* shared, bool stream,
-                 stream_prefetch<It::rank>& pf, Buf buf, index_t buf_stride, Source source) {
+                 stream_prefetch<It::rank>& pf, row_copies<It::rank>* copies, Buf buf, index_t buf_stride, Source source) {
   constexpr std::size_t R = It::rank;
   constexpr std::size_t P = It::phase_count > 0 ? It::phase_count : 1;
   using Phases = decltype(it.phases);
@@ -91,9 +91,9 @@ void run_batches(const It& it, index_t first, index_t last, const Ev& epilogue, 
           const auto& p = get<k>(phases[std::size_t(b)]);
           const auto total = [&] {
             if constexpr (int(k) == Cached)
-              return reduce_row<Unit>(p, shared[k], it.shape, it.inner_first, idx[b], 0, n, pf, row_buffer(buf, b, buf_stride));
+              return reduce_row<Unit>(p, shared[k], it.shape, it.inner_first, idx[b], 0, n, pf, copies, row_buffer(buf, b, buf_stride));
             else
-              return reduce_row<Unit>(p, shared[k], it.shape, it.inner_first, idx[b], 0, n, pf);
+              return reduce_row<Unit>(p, shared[k], it.shape, it.inner_first, idx[b], 0, n, pf, copies);
           }();
           write_slot(slots[b][PK::slot], PK::op::template finalize<typename PK::result_type>(total, p.count));
         }
@@ -102,7 +102,7 @@ void run_batches(const It& it, index_t first, index_t last, const Ev& epilogue, 
     }(std::make_index_sequence<Phases::size>{});
     for (int b = 0; b < count; ++b) {
       if constexpr (Cached >= 0) *source = row_buffer(buf, b, buf_stride);
-      write_row<Unit>(it, evs[std::size_t(b)], idx[b], 0, n, stream, pf);
+      write_row<Unit>(it, evs[std::size_t(b)], idx[b], 0, n, stream, pf, copies);
     }
   }
 }

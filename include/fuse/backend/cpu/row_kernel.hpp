@@ -51,11 +51,12 @@ int spread_pass(const It& it, bool stream) {
 
 // One row: phases, then the epilogue. idx holds the row's outer index. Phase Cached (if >= 0)
 // also stores its operand in buf. next (if not null): the next row, asked for along pass `spread`.
-// online (if not null): the online pair runs as one pass (row_online.hpp).
+// online (if not null): the online pair runs as one pass (row_online.hpp). copies: as seeked()
+// (row_reduce.hpp).
 template <bool Unit, int Cached = -1, class It, class Ev, class Phases, class Buf = std::nullptr_t>
 void run_row(const It& it, Ev& ev, Phases& phases, const shared_plan* shared, row_slot* slots, index_t* idx, bool stream,
              stream_prefetch<It::rank>& pf, row_prefetch<It::rank>* next, int spread, online_rows<It::rank>* online,
-             Buf buf = nullptr) {
+             row_copies<It::rank>* copies, Buf buf = nullptr) {
   constexpr std::size_t R = It::rank;
   // (A variable template, not a local constant: nvcc does not see a captured one as constant.)
   constexpr const online_pair_t& pair = online_pair_v<Phases>;
@@ -72,8 +73,8 @@ void run_row(const It& it, Ev& ev, Phases& phases, const shared_plan* shared, ro
           copy_aliases_before(phases, slots, it.alias, int(k));
           // The buffer only where it is the pair's sum phase's: another phase's values are in it.
           const bool ran = [&] {
-            if constexpr (Cached == online_pair_v<Phases>.sum_phase) return run_online_pair<Unit>(it, phases, shared, slots, idx, pf, *online, buf);
-            else return run_online_pair<Unit>(it, phases, shared, slots, idx, pf, *online, nullptr);
+            if constexpr (Cached == online_pair_v<Phases>.sum_phase) return run_online_pair<Unit>(it, phases, shared, slots, idx, pf, *online, copies, buf);
+            else return run_online_pair<Unit>(it, phases, shared, slots, idx, pf, *online, copies, nullptr);
           }();
           if (ran) {
             paired = true;
@@ -89,8 +90,8 @@ void run_row(const It& it, Ev& ev, Phases& phases, const shared_plan* shared, ro
       } else {
         pf.follow(int(k) == spread ? next : nullptr);
         const auto total = [&] {
-          if constexpr (int(k) == Cached) return reduce_row<Unit>(p, shared[k], it.shape, it.inner_first, idx, 0, n, pf, buf);
-          else return reduce_row<Unit>(p, shared[k], it.shape, it.inner_first, idx, 0, n, pf);
+          if constexpr (int(k) == Cached) return reduce_row<Unit>(p, shared[k], it.shape, it.inner_first, idx, 0, n, pf, copies, buf);
+          else return reduce_row<Unit>(p, shared[k], it.shape, it.inner_first, idx, 0, n, pf, copies);
         }();
         write_slot(slots[P::slot], P::op::template finalize<typename P::result_type>(total, p.count));
       }
@@ -106,12 +107,12 @@ void run_row(const It& it, Ev& ev, Phases& phases, const shared_plan* shared, ro
       for (index_t b = 0; b < n; b += block_elements) {
         const index_t e = std::min(n, b + block_elements);
         rescale_block(buf, b, e, online->block_max[std::size_t(b / block_elements)], m);
-        write_row<Unit>(it, ev, idx, b, e, stream, pf);
+        write_row<Unit>(it, ev, idx, b, e, stream, pf, copies);
       }
       written = true;
     }
   }
-  if (!written) write_row<Unit>(it, ev, idx, 0, n, stream, pf);
+  if (!written) write_row<Unit>(it, ev, idx, 0, n, stream, pf, copies);
   pf.follow(nullptr);
   if (next != nullptr) next->finish(n);
 }
@@ -121,8 +122,9 @@ inline constexpr std::size_t row_buffer_on_stack_bytes = 4096;
 
 // Rows [first, last); phase Cached (>= 0) shares its operand with the epilogue through a buffer.
 // online: the pair runs as one pass (row_online.hpp). Short rows run in batches (row_batch.hpp).
+// copied: leaves that stay put along the row are read through rows of copies (row_copies.hpp).
 template <bool Unit, int Cached, class It>
-void run_rows_with(const It& it, index_t first, index_t last, bool stream, bool online) {
+void run_rows_with(const It& it, index_t first, index_t last, bool stream, bool online, bool copied) {
   constexpr std::size_t R = It::rank;
   const bool batched = !online && batches_rows(it);
   auto phases = it.phases;
@@ -135,9 +137,11 @@ void run_rows_with(const It& it, index_t first, index_t last, bool stream, bool 
   const auto phase_shared = phase_shared_plans(phases, it.alias);
   std::unique_ptr<online_rows<R>> online_state;
   if (online) online_state = std::make_unique<online_rows<R>>(it);
+  std::unique_ptr<row_copies<R>> copies;
+  if (copied) copies = std::make_unique<row_copies<R>>(it);
   auto rows = [&](const auto& epilogue, auto buf, index_t buf_stride, auto source) {
     with_shared(epilogue, plan_shared(epilogue, it.alias), [&](const auto& e) {
-      if (batched) return run_batches<Unit, Cached>(it, first, last, e, phase_shared.data(), stream, ahead, buf, buf_stride, source);
+      if (batched) return run_batches<Unit, Cached>(it, first, last, e, phase_shared.data(), stream, ahead, copies.get(), buf, buf_stride, source);
       auto ev = e;
       ev.bind(slots);
       for (index_t o = first; o < last; ++o) {
@@ -145,7 +149,7 @@ void run_rows_with(const It& it, index_t first, index_t last, bool stream, bool 
         const bool has_next = o + 1 < last && prefetch.size() > 0;
         if (has_next) unflatten(o + 1, it.shape, 0, it.inner_first, next), prefetch.seek(next);
         run_row<Unit, Cached>(it, ev, phases, phase_shared.data(), slots, idx, stream, ahead, has_next ? &prefetch : nullptr,
-                              spread, online_state.get(), buf);
+                              spread, online_state.get(), copies.get(), buf);
       }
     });
   };
@@ -173,14 +177,14 @@ void run_rows_with(const It& it, index_t first, index_t last, bool stream, bool 
   }
 }
 
-// reuse: may_cache(it), online: may_online(it), decided once per kernel.
+// reuse: may_cache(it), online: may_online(it), copied: reads_by_copies(it), decided once per kernel.
 template <bool Unit, class It>
-void run_rows(const It& it, index_t first, index_t last, bool reuse, bool stream, bool online) {
+void run_rows(const It& it, index_t first, index_t last, bool reuse, bool stream, bool online, bool copied = false) {
   constexpr int cached = cached_phase<decltype(it.eval), decltype(it.phases)>();
   if constexpr (Unit && cached >= 0) {
-    if (reuse) return run_rows_with<Unit, cached>(it, first, last, stream, online);
+    if (reuse) return run_rows_with<Unit, cached>(it, first, last, stream, online, copied);
   }
-  run_rows_with<Unit, -1>(it, first, last, stream, Unit && online);
+  run_rows_with<Unit, -1>(it, first, last, stream, Unit && online, Unit && copied);
 }
 
 #if defined(_OPENMP)
@@ -206,7 +210,7 @@ bool run_split_online_pair(const It& it, int threads, row_slot* slots, const ind
     std::copy(idx, idx + R, my_idx);
     stream_prefetch<R> ahead = long_rows;
     online_rows<R> state(it);
-    parts[std::size_t(t)] = online_pair_range<Unit>(phases, shared, mine.data(), my_idx, n * t / nt, n * (t + 1) / nt, ahead, state, nullptr);
+    parts[std::size_t(t)] = online_pair_range<Unit>(phases, shared, mine.data(), my_idx, n * t / nt, n * (t + 1) / nt, ahead, state, nullptr, nullptr);
   }
   online_part all = parts[0];
   for (std::size_t t = 1; t < parts.size(); ++t)
@@ -262,7 +266,7 @@ void run_split_rows(const It& it, int threads, bool stream, bool online) {
           index_t my_idx[R];
           std::copy(idx, idx + R, my_idx);
           stream_prefetch<R> ahead = long_rows;
-          partial[t] = reduce_row<Unit>(p, phase_shared[k], it.shape, it.inner_first, my_idx, n * t / nt, n * (t + 1) / nt, ahead);
+          partial[t] = reduce_row<Unit>(p, phase_shared[k], it.shape, it.inner_first, my_idx, n * t / nt, n * (t + 1) / nt, ahead, nullptr);
         }
         Total total = P::op::template identity<Total>();
         for (int t = 0; t < threads; ++t) total = P::op::combine(total, partial[t]);
@@ -274,7 +278,7 @@ void run_split_rows(const It& it, int threads, bool stream, bool online) {
       auto ev = it.eval;
       ev.bind(slots.data());
       stream_prefetch<R> none(it, false);
-      write_row<Unit>(it, ev, idx, 0, n, false, none);
+      write_row<Unit>(it, ev, idx, 0, n, false, none, nullptr);
       continue;
     }
 #pragma omp parallel num_threads(threads)
@@ -286,7 +290,7 @@ void run_split_rows(const It& it, int threads, bool stream, bool online) {
       with_shared(it.eval, epilogue_shared, [&](const auto& e) {
         auto ev = e;
         ev.bind(slots.data());
-        write_row<Unit>(it, ev, my_idx, n * t / nt, n * (t + 1) / nt, stream, ahead);
+        write_row<Unit>(it, ev, my_idx, n * t / nt, n * (t + 1) / nt, stream, ahead, nullptr);
       });
       publish_streamed(stream);
     }
@@ -312,17 +316,32 @@ bool may_cache(const It& it) {
   }
 }
 
+// Are the rows of `it` contiguous but for memory leaves that stay put along them, which rows of
+// copies serve (row_copies.hpp)? Rows up to splat_max_row elements, as the elementwise kernel's.
 template <class It>
-void run_row_kernel(const cpu& exec, const It& it) {
+bool reads_by_copies(const It& it) {
+  constexpr std::size_t R = It::rank;
+  const index_t n = it.shape[R - 1];
+  if (it.unit || n > splat_max_row || (!it.root_reduction && it.out_stride[R - 1] != 1)) return false;
+  bool contiguous = true, copied = false;
+  auto copy = it;  // for_each_tracker is not const
+  copy.for_each_tracker([&](const tracker& t) {
+    if (copied_along_row<R>(t)) copied = true;
+    else if (!(t.stride[R - 1] == 1 || (t.stride[R - 1] == 0 && t.base == nullptr))) contiguous = false;  // (make_row_iteration's unit)
+  });
+  return contiguous && copied;
+}
+
+// threads: threads_for(it); copied: reads_by_copies(it), `it` marked unit.
+template <class It>
+void run_row_kernel_on(const It& it, [[maybe_unused]] int threads, bool copied) {
   const index_t rows = it.rows();
-  if (rows == 0) return;
   const bool reuse = may_cache(it);
   const bool stream = streams(it);
   const bool online = may_online(it);
-  [[maybe_unused]] const int threads = threads_for(exec, rows * std::max<index_t>(it.row_elements(), 1));
   auto body = [&](index_t t, index_t nt) {
     const index_t b = rows * t / nt, e = rows * (t + 1) / nt;
-    if (it.unit) run_rows<true>(it, b, e, reuse, stream, online);
+    if (it.unit) run_rows<true>(it, b, e, reuse, stream, online, copied);
     else run_rows<false>(it, b, e, reuse, stream, false);
     publish_streamed(stream);
   };
@@ -335,6 +354,21 @@ void run_row_kernel(const cpu& exec, const It& it) {
   if (threads > 1) return it.unit ? run_split_rows<true>(it, threads, stream, online) : run_split_rows<false>(it, threads, stream, false);
 #endif
   body(0, 1);
+}
+
+template <class It>
+void run_row_kernel(const cpu& exec, const It& it) {
+  const index_t rows = it.rows();
+  if (rows == 0) return;
+  const int threads = threads_for(exec, rows * std::max<index_t>(it.row_elements(), 1));
+  // A leaf that stays put along the rows (x * s[N, 1]) read through rows of copies: the rows are
+  // then contiguous. Not where rows are split across threads (fewer rows than threads).
+  if ((threads <= 1 || rows >= threads) && reads_by_copies(it)) {
+    auto contiguous = it;
+    contiguous.unit = true;
+    return run_row_kernel_on(contiguous, threads, true);
+  }
+  run_row_kernel_on(it, threads, false);
 }
 
 // The row kernel compiled once, strided only: for assign_fused's run-time fallback (as

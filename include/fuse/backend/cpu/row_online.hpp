@@ -89,7 +89,7 @@ inline online_part combine_softmax(const online_part& x, const online_part& y) {
 // (logsumexp's finite_or_zero(m)) is computed when it is seeked.
 template <bool Unit, class PK, class PJ, class A, class E, class SetShift, std::size_t R, class Buf>
 online_part online_softmax_range(const A& a, E e, const index_t* idx, index_t begin, index_t end, SetShift set_shift,
-                                 const stream_prefetch<R>& pf, online_rows<R>& state, Buf buf) {
+                                 const stream_prefetch<R>& pf, online_rows<R>& state, row_copies<R>* copies, Buf buf) {
   using Max = typename PK::acc_type;
   constexpr Max inf = std::numeric_limits<Max>::infinity();
   Max m = -inf;
@@ -106,6 +106,7 @@ online_part online_softmax_range(const A& a, E e, const index_t* idx, index_t be
     // and stores 0, which its factor exp(-inf - m) = 0 keeps 0.
     set_shift(typename PK::result_type(m == -inf ? Max(0) : m));
     e.seek(idx);
+    if (copies != nullptr) copies->point(e, idx);
     state.block_max[std::size_t((b - begin) / block_elements)] = double(m);
     s += reduce_range<sum_op, typename PJ::acc_type, Unit>(e, b, stop, pf, buf);
   }
@@ -168,7 +169,8 @@ auto shift_writer(row_slot* slots) {
 // (the running shift is written there); softmax with buf also stores each block's exp(x - m_b).
 template <bool Unit, class Phases, std::size_t R, class Buf>
 online_part online_pair_range(const Phases& phases, const shared_plan* shared, row_slot* slots, const index_t* idx,
-                              index_t begin, index_t end, stream_prefetch<R>& pf, online_rows<R>& state, Buf buf) {
+                              index_t begin, index_t end, stream_prefetch<R>& pf, online_rows<R>& state,
+                              std::type_identity_t<row_copies<R>>* copies, Buf buf) {
   constexpr online_pair_t pair = online_pair<Phases>();
   constexpr std::size_t k0 = std::size_t(pair.max_phase), j = std::size_t(pair.sum_phase);
   const auto& pk = get<k0>(phases);
@@ -179,12 +181,12 @@ online_part online_pair_range(const Phases& phases, const shared_plan* shared, r
   online_part part;
   with_shared(pk.child, shared[k0], [&](const auto& first_operand) {
     with_shared(pj.child, shared[j], [&](const auto& second_operand) {
-      const auto a = seeked(first_operand, idx);
-      const auto e = seeked(second_operand, idx);
+      const auto a = seeked(first_operand, idx, copies);
+      const auto e = seeked(second_operand, idx, copies);
       pf.seek(idx);
       pf.lead(block_elements);
       if constexpr (online_pair_v<Phases>.kind == online_kind::softmax)
-        part = online_softmax_range<Unit, PK, PJ>(a, e, idx, begin, end, set_shift, pf, state, buf);
+        part = online_softmax_range<Unit, PK, PJ>(a, e, idx, begin, end, set_shift, pf, state, copies, buf);
       else part = online_variance_range<Unit, PK, PJ>(a, e, begin, end, set_shift, pf, state);
       pf.lead(-1);
     });
@@ -199,12 +201,13 @@ online_part online_pair_range(const Phases& phases, const shared_plan* shared, r
 // path serves short rows (layer norm [16384, 1024]: no difference measured either way).
 template <bool Unit, class It, class Phases, class Buf>
 FUSE_NOINLINE bool run_online_pair(const It& it, Phases& phases, const shared_plan* shared, row_slot* slots, const index_t* idx,
-                                   stream_prefetch<It::rank>& pf, online_rows<It::rank>& state, Buf buf) {
+                                   stream_prefetch<It::rank>& pf, online_rows<It::rank>& state, row_copies<It::rank>* copies,
+                                   Buf buf) {
   constexpr online_pair_t pair = online_pair<Phases>();
   using PK = phase_at_t<Phases, std::size_t(pair.max_phase)>;
   using PJ = phase_at_t<Phases, std::size_t(pair.sum_phase)>;
   const index_t n = it.shape[It::rank - 1];
-  const online_part part = online_pair_range<Unit>(phases, shared, slots, idx, 0, n, pf, state, buf);
+  const online_part part = online_pair_range<Unit>(phases, shared, slots, idx, 0, n, pf, state, copies, buf);
   return finish_online<pair.kind, PK, PJ>(part, n, shift_writer<Phases>(slots), slots);
 }
 

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "fuse/backend/cpu/prefetch.hpp"
+#include "fuse/backend/cpu/row_copies.hpp"
 #include "fuse/core/row_iteration.hpp"
 #include "fuse/core/shared_subtree.hpp"
 
@@ -145,11 +146,13 @@ Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean, c
 // row's pointers and per-row constants into the evaluator; a copy made right after reads those
 // bytes back with wide loads, which store-to-load forwarding cannot serve, so every row waited
 // for its own stores (perf on rows of 64 floats: the two halves of that copy held 60% of the
-// epilogue's samples).
-template <class Ev>
-FUSE_INLINE Ev seeked(const Ev& ev, const index_t* idx) {
+// epilogue's samples). copies (if not null): its leaves that stay put along the row are pointed at
+// rows of copies (row_copies.hpp).
+template <class Ev, std::size_t R>
+FUSE_INLINE Ev seeked(const Ev& ev, const index_t* idx, row_copies<R>* copies) {
   Ev e = ev;
   e.seek(idx);
+  if (copies != nullptr) copies->point(e, idx);
   return e;
 }
 
@@ -177,10 +180,12 @@ typename Op::template total_t<Acc> reduce_range(const Ev ev, index_t begin, inde
   return total;
 }
 
-// Phase p over elements [begin, end) of the row at idx; `shared`: the sharing plan of its operand.
+// Phase p over elements [begin, end) of the row at idx; `shared`: the sharing plan of its operand;
+// copies: as seeked().
 template <bool Unit, class Phase, std::size_t R, class Store = std::nullptr_t>
 auto reduce_row(const Phase& p, const shared_plan& shared, const index_t* shape, std::size_t inner_first, index_t* idx,
-                index_t begin, index_t end, stream_prefetch<R>& pf, Store store = nullptr) {
+                index_t begin, index_t end, stream_prefetch<R>& pf, std::type_identity_t<row_copies<R>>* copies,
+                Store store = nullptr) {
   using Op = typename Phase::op;
   using Acc = typename Phase::acc_type;
   auto total = Op::template identity<typename Op::template total_t<Acc>>();
@@ -192,7 +197,7 @@ auto reduce_row(const Phase& p, const shared_plan& shared, const index_t* shape,
     for (index_t s = 0; s < sub; ++s) {
       unflatten(s, shape, inner_first, R - 1, idx);
       pf.seek(idx);
-      total = Op::combine(total, reduce_range<Op, Acc, Unit>(seeked(operand, idx), begin, end, pf, store));  // store: one sub-row
+      total = Op::combine(total, reduce_range<Op, Acc, Unit>(seeked(operand, idx, copies), begin, end, pf, store));  // store: one sub-row
     }
   });
   return total;

@@ -28,9 +28,10 @@ inline void publish_streamed(bool stream) {
 }
 
 // The epilogue of the row at idx (outer part set), elements [begin, end) of every sub-row; a
-// reduction root writes its one value per row instead.
+// reduction root writes its one value per row instead. copies: as seeked().
 template <bool Unit, class It, class Ev>
-void write_row(const It& it, Ev& ev, index_t* idx, index_t begin, index_t end, bool stream, stream_prefetch<It::rank>& pf) {
+void write_row(const It& it, Ev& ev, index_t* idx, index_t begin, index_t end, bool stream, stream_prefetch<It::rank>& pf,
+               row_copies<It::rank>* copies) {
   constexpr std::size_t R = It::rank;
   using T = std::remove_pointer_t<decltype(it.out)>;
   if (it.root_reduction) {
@@ -46,7 +47,7 @@ void write_row(const It& it, Ev& ev, index_t* idx, index_t begin, index_t end, b
   const index_t os = it.out_stride[R - 1];
   for (index_t s = 0; s < sub; ++s) {
     unflatten(s, it.shape, it.inner_first, R - 1, idx);
-    const Ev e = seeked(ev, idx);  // a private copy: the stores below cannot alias its per-row constants
+    const Ev e = seeked(ev, idx, copies);  // a private copy: the stores below cannot alias its per-row constants
     T* row = it.out + row_offset<R>(it.out_stride, idx);
     if constexpr (Unit) {
       if constexpr (can_stream_v<T>) {
