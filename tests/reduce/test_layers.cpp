@@ -1,6 +1,7 @@
 // Reduction-broadcast layers: softmax, log_softmax, layer_norm, rms_norm and the same written by
 // hand - one kernel each - against double references, with extreme inputs and in place.
 #include <limits>
+#include <tuple>
 
 #include "reduce_support.hpp"
 
@@ -147,6 +148,43 @@ TEST_CASE("row copies: sub-rows of one row read different elements; in place thr
       for (index_t j = 0; j < 300; ++j) row.push_back(double(z0(i, j)) * double(z0(i, 0)));
       const auto want = softmax_ref(row);
       for (index_t j = 0; j < 300; ++j) REQUIRE(close(z(i, j), want[std::size_t(j)], 2e-5, 1e-12));
+    }
+  }
+}
+
+// An embedding lookup under a row kernel (GPT-2's first layer norm over take(table, ids) + pos):
+// take's index stays put along a table row and its unit loop reads the row found at seek, so the
+// CPU runs such rows contiguous (cpu_reading in row_kernel.hpp). Rows short (batches), medium, long
+// (the online pair: a softmax over rows of 5003), a transposed table (strided rows: the strided
+// variant), 1-3 threads, against double loops.
+TEST_CASE("row kernels over an embedding lookup: layer norm and softmax of take(table, ids) + pos") {
+  for (int threads : {1, 2, 3}) {
+    const fuse::cpu exec{.threads = threads};
+    CAPTURE(threads);
+    for (auto [v, d, n] : {std::tuple<index_t, index_t, index_t>{11, 7, 9}, {50, 300, 13}, {23, 5003, 4}}) {
+      CAPTURE(v, d, n);
+      auto table = random<float, 2>({v, d}, unsigned(500 + d), -2, 2);
+      auto pos = random<float, 2>({n, d}, unsigned(501 + d), -1, 1);
+      auto gamma = random<float, 1>({d}, unsigned(502 + d), 0.5, 1.5);
+      fuse::tensor<std::int64_t, 1> ids(n);
+      for (index_t i = 0; i < n; ++i) ids(i) = (i * 7 + 3) % v;
+      const auto tt = fuse::eval(fuse::transpose(table) * 1.f);  // [d, v]: rows of the table strided below
+      fuse::tensor<float, 2> ln(n, d), sm(n, d), lt(n, d);
+      fuse::assign(exec, ln, fuse::layer_norm(fuse::take(table, ids) + pos, gamma, 0.5f));
+      fuse::assign(exec, sm, fuse::softmax(fuse::take(table, ids) * 2.f, fuse::axis<-1>));
+      fuse::assign(exec, lt, fuse::layer_norm(fuse::take(fuse::transpose(tt), ids) + pos, gamma, 0.5f));
+      for (index_t i = 0; i < n; ++i) {
+        std::vector<double> row, twice;
+        for (index_t j = 0; j < d; ++j) row.push_back(double(table(ids(i), j)) + double(pos(i, j))), twice.push_back(2.0 * table(ids(i), j));
+        const double mean = ref_mean(row), sd = std::sqrt(ref_var(row) + 1e-5);
+        const auto want = softmax_ref(twice);
+        for (index_t j = 0; j < d; ++j) {
+          const double l = (row[std::size_t(j)] - mean) / sd * double(gamma(j)) + 0.5;
+          REQUIRE(close(ln(i, j), l, 1e-4, 1e-5));
+          REQUIRE(close(lt(i, j), l, 1e-4, 1e-5));
+          REQUIRE(close(sm(i, j), want[std::size_t(j)], 2e-5, 1e-12));
+        }
+      }
     }
   }
 }

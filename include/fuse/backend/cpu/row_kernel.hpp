@@ -177,7 +177,7 @@ void run_rows_with(const It& it, index_t first, index_t last, bool stream, bool 
   }
 }
 
-// reuse: may_cache(it), online: may_online(it), copied: reads_by_copies(it), decided once per kernel.
+// reuse: may_cache(it), online: may_online(it), copied: cpu_reading(it).copied, decided once per kernel.
 template <bool Unit, class It>
 void run_rows(const It& it, index_t first, index_t last, bool reuse, bool stream, bool online, bool copied = false) {
   constexpr int cached = cached_phase<decltype(it.eval), decltype(it.phases)>();
@@ -316,23 +316,31 @@ bool may_cache(const It& it) {
   }
 }
 
-// Are the rows of `it` contiguous but for memory leaves that stay put along them, which rows of
-// copies serve (row_copies.hpp)? Rows up to splat_max_row elements, as the elementwise kernel's.
+// How the CPU reads the rows of a row kernel that make_row_iteration marked strided (a tracker of
+// stride 0 along the row that is not an affine index): contiguous if every other tracker has
+// stride 1 and each of stride 0 is an index that the CPU's unit loop does not read (take's, read
+// once per row at seek: tracker::no_copies) or a memory leaf read through rows of copies
+// (row_copies.hpp; `copied` then). Rows up to splat_max_row elements, as the elementwise kernel's.
+struct cpu_row_reading {
+  bool contiguous = false;
+  bool copied = false;
+};
 template <class It>
-bool reads_by_copies(const It& it) {
+cpu_row_reading cpu_reading(const It& it) {
   constexpr std::size_t R = It::rank;
   const index_t n = it.shape[R - 1];
-  if (it.unit || n > splat_max_row || (!it.root_reduction && it.out_stride[R - 1] != 1)) return false;
-  bool contiguous = true, copied = false;
+  if (it.unit || n > splat_max_row || (!it.root_reduction && it.out_stride[R - 1] != 1)) return {};
+  cpu_row_reading r{true, false};
   auto copy = it;  // for_each_tracker is not const
   copy.for_each_tracker([&](const tracker& t) {
-    if (copied_along_row<R>(t)) copied = true;
-    else if (!(t.stride[R - 1] == 1 || (t.stride[R - 1] == 0 && t.base == nullptr))) contiguous = false;  // (make_row_iteration's unit)
+    const index_t s = t.stride[R - 1];
+    if (copied_along_row<R>(t)) r.copied = true;
+    else if (!(s == 1 || (s == 0 && (t.base == nullptr || t.splat == &tracker::no_copies)))) r.contiguous = false;
   });
-  return contiguous && copied;
+  return r;
 }
 
-// threads: threads_for(it); copied: reads_by_copies(it), `it` marked unit.
+// threads: threads_for(it); copied: cpu_reading(it).copied, `it` marked unit.
 template <class It>
 void run_row_kernel_on(const It& it, [[maybe_unused]] int threads, bool copied) {
   const index_t rows = it.rows();
@@ -361,12 +369,15 @@ void run_row_kernel(const cpu& exec, const It& it) {
   const index_t rows = it.rows();
   if (rows == 0) return;
   const int threads = threads_for(exec, rows * std::max<index_t>(it.row_elements(), 1));
-  // A leaf that stays put along the rows (x * s[N, 1]) read through rows of copies: the rows are
-  // then contiguous. Not where rows are split across threads (fewer rows than threads).
-  if ((threads <= 1 || rows >= threads) && reads_by_copies(it)) {
-    auto contiguous = it;
-    contiguous.unit = true;
-    return run_row_kernel_on(contiguous, threads, true);
+  // A leaf that stays put along the rows (x * s[N, 1]) read through rows of copies, or take's
+  // index: the rows are then contiguous. Not where rows are split across threads (fewer rows than
+  // threads).
+  if (threads <= 1 || rows >= threads) {
+    if (const cpu_row_reading r = cpu_reading(it); r.contiguous) {
+      auto contiguous = it;
+      contiguous.unit = true;
+      return run_row_kernel_on(contiguous, threads, r.copied);
+    }
   }
   run_row_kernel_on(it, threads, false);
 }
