@@ -155,13 +155,14 @@ TEST_CASE("row copies: sub-rows of one row read different elements; in place thr
 // An embedding lookup under a row kernel (GPT-2's first layer norm over take(table, ids) + pos):
 // take's index stays put along a table row and its unit loop reads the row found at seek, so the
 // CPU runs such rows contiguous (cpu_reading in row_kernel.hpp). Rows short (batches), medium, long
-// (the online pair: a softmax over rows of 5003), a transposed table (strided rows: the strided
-// variant), 1-3 threads, against double loops.
+// (the online pair: a softmax over rows of 5003) and longer than any row of copies (70001: take
+// needs none), a transposed table (strided rows: the strided variant), 1-3 threads, against
+// double loops.
 TEST_CASE("row kernels over an embedding lookup: layer norm and softmax of take(table, ids) + pos") {
   for (int threads : {1, 2, 3}) {
     const fuse::cpu exec{.threads = threads};
     CAPTURE(threads);
-    for (auto [v, d, n] : {std::tuple<index_t, index_t, index_t>{11, 7, 9}, {50, 300, 13}, {23, 5003, 4}}) {
+    for (auto [v, d, n] : {std::tuple<index_t, index_t, index_t>{11, 7, 9}, {50, 300, 13}, {23, 5003, 4}, {5, 70001, 3}}) {
       CAPTURE(v, d, n);
       auto table = random<float, 2>({v, d}, unsigned(500 + d), -2, 2);
       auto pos = random<float, 2>({n, d}, unsigned(501 + d), -1, 1);

@@ -7,8 +7,8 @@
 // 1024). As the elementwise kernel does (splat.hpp), such a leaf is read instead through a
 // per-thread row of copies of its element, and every loop stays contiguous. Unlike there, the row
 // kernel seeks many copies of its evaluators (each phase, the epilogue, batches, the online pair),
-// so the rows of copies are kept by source: the phases of one row that read the same element
-// share one row of copies, filled once.
+// so the rows of copies are kept by source: the passes over a row that read the same element
+// share one row of copies, filled by the first.
 #pragma once
 
 #include <algorithm>
@@ -23,7 +23,9 @@
 
 namespace fuse::detail {
 
-// A memory leaf of stride 0 along the last of R axes that can be read through copies.
+// A memory leaf of stride 0 along the last of R axes that can be read through copies. (The
+// elementwise kernel's splat_rows also copies hoisted row values, which have no memory: the row
+// kernel hoists none.)
 template <std::size_t R>
 bool copied_along_row(const tracker& t) {
   return t.base != nullptr && t.span == 0 && t.splat != nullptr && t.splat != &tracker::no_copies && t.stride[R - 1] == 0;
@@ -35,7 +37,9 @@ class row_copies {
   // For the row kernel `it` (rows of it.shape[R - 1] elements): a row of copies for each leaf
   // occurrence that copied_along_row, in its evaluators and phases together. That many suffice:
   // a thread holds at most two seeked evaluators at once (the online pair's), and a row of copies
-  // is given to another source only when it is the least recently used.
+  // is given to another source only when it is the least recently used. (A batch's rows, or the
+  // sub-rows of a row of several axes, may then refill on each pass: cheap on such short rows,
+  // and cheaper than searching more rows, measured in design.md §4.)
   template <class It>
   explicit row_copies(const It& it) : n_(it.shape[R - 1]) {
     auto copy = it;  // for_each_tracker is not const

@@ -320,7 +320,8 @@ bool may_cache(const It& it) {
 // stride 0 along the row that is not an affine index): contiguous if every other tracker has
 // stride 1 and each of stride 0 is an index that the CPU's unit loop does not read (take's, read
 // once per row at seek: tracker::no_copies) or a memory leaf read through rows of copies
-// (row_copies.hpp; `copied` then). Rows up to splat_max_row elements, as the elementwise kernel's.
+// (row_copies.hpp; `copied` then, for rows up to splat_max_row elements, as the elementwise
+// kernel's).
 struct cpu_row_reading {
   bool contiguous = false;
   bool copied = false;
@@ -329,7 +330,7 @@ template <class It>
 cpu_row_reading cpu_reading(const It& it) {
   constexpr std::size_t R = It::rank;
   const index_t n = it.shape[R - 1];
-  if (it.unit || n > splat_max_row || (!it.root_reduction && it.out_stride[R - 1] != 1)) return {};
+  if (it.unit || (!it.root_reduction && it.out_stride[R - 1] != 1)) return {};
   cpu_row_reading r{true, false};
   auto copy = it;  // for_each_tracker is not const
   copy.for_each_tracker([&](const tracker& t) {
@@ -337,6 +338,7 @@ cpu_row_reading cpu_reading(const It& it) {
     if (copied_along_row<R>(t)) r.copied = true;
     else if (!(s == 1 || (s == 0 && (t.base == nullptr || t.splat == &tracker::no_copies)))) r.contiguous = false;
   });
+  if (r.copied && n > splat_max_row) return {};
   return r;
 }
 
