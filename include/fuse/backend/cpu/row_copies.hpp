@@ -11,7 +11,6 @@
 // share one row of copies, filled by the first.
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -31,28 +30,26 @@ bool copied_along_row(const tracker& t) {
   return t.base != nullptr && t.span == 0 && t.splat != nullptr && t.splat != &tracker::no_copies && t.stride[R - 1] == 0;
 }
 
+// The leaf occurrences of a row kernel that copied_along_row, in its evaluators and phases
+// together, and the widest of their elements (cpu_reading counts them, row_kernel.hpp).
+struct copied_leaves {
+  std::size_t count = 0;
+  std::size_t elem_bytes = 0;
+};
+
 template <std::size_t R>
 class row_copies {
  public:
-  // For the row kernel `it` (rows of it.shape[R - 1] elements): a row of copies for each leaf
-  // occurrence that copied_along_row, in its evaluators and phases together. That many suffice:
-  // a thread holds at most two seeked evaluators at once (the online pair's), and a row of copies
-  // is given to another source only when it is the least recently used. (A batch's rows, or the
-  // sub-rows of a row of several axes, may then refill on each pass: cheap on such short rows,
-  // and cheaper than searching more rows, measured in design.md §4.)
-  template <class It>
-  explicit row_copies(const It& it) : n_(it.shape[R - 1]) {
-    auto copy = it;  // for_each_tracker is not const
-    std::size_t count = 0, bytes = 0;
-    copy.for_each_tracker([&](const tracker& t) {
-      if (!copied_along_row<R>(t)) return;
-      ++count;
-      bytes = std::max(bytes, t.elem_bytes);
-    });
-    stride_ = (static_cast<std::size_t>(n_) * bytes + 63) / 64 * 64;
-    if (count == 0 || stride_ == 0) return;
-    buffer_.reset(static_cast<unsigned char*>(::operator new(count * stride_, std::align_val_t(64))));
-    for (std::size_t k = 0; k < count; ++k) rows_.push_back({nullptr, 0, 0});
+  // For rows of n elements: a row of copies for each leaf occurrence. That many suffice: a thread
+  // holds at most two seeked evaluators at once (the online pair's), and a row of copies is given
+  // to another source only when it is the least recently used. (A batch's rows, or the sub-rows
+  // of a row of several axes, may then refill on each pass: cheap on such short rows, and
+  // cheaper than searching more rows, measured in design.md §4.)
+  row_copies(index_t n, copied_leaves leaves)
+      : n_(n), stride_((static_cast<std::size_t>(n) * leaves.elem_bytes + 63) / 64 * 64) {
+    if (leaves.count == 0 || stride_ == 0) return;
+    buffer_.reset(static_cast<unsigned char*>(::operator new(leaves.count * stride_, std::align_val_t(64))));
+    for (std::size_t k = 0; k < leaves.count; ++k) rows_.push_back({nullptr, 0, 0});
   }
 
   // After ev (a private copy) was seeked to the row at idx: points each of its leaves that stay
@@ -86,7 +83,7 @@ class row_copies {
     std::uint64_t used;
   };
   index_t n_;
-  std::size_t stride_ = 0;
+  std::size_t stride_;
   std::uint64_t clock_ = 0;
   small_vector<copied_row, 8> rows_;
   std::unique_ptr<unsigned char[], aligned_delete> buffer_;

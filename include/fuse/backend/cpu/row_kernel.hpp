@@ -122,9 +122,9 @@ inline constexpr std::size_t row_buffer_on_stack_bytes = 4096;
 
 // Rows [first, last); phase Cached (>= 0) shares its operand with the epilogue through a buffer.
 // online: the pair runs as one pass (row_online.hpp). Short rows run in batches (row_batch.hpp).
-// copied: leaves that stay put along the row are read through rows of copies (row_copies.hpp).
+// copied: leaves that stay put along the row, read through rows of copies (row_copies.hpp).
 template <bool Unit, int Cached, class It>
-void run_rows_with(const It& it, index_t first, index_t last, bool stream, bool online, bool copied) {
+void run_rows_with(const It& it, index_t first, index_t last, bool stream, bool online, copied_leaves copied) {
   constexpr std::size_t R = It::rank;
   const bool batched = !online && batches_rows(it);
   auto phases = it.phases;
@@ -138,7 +138,7 @@ void run_rows_with(const It& it, index_t first, index_t last, bool stream, bool 
   std::unique_ptr<online_rows<R>> online_state;
   if (online) online_state = std::make_unique<online_rows<R>>(it);
   std::unique_ptr<row_copies<R>> copies;
-  if (copied) copies = std::make_unique<row_copies<R>>(it);
+  if (copied.count > 0) copies = std::make_unique<row_copies<R>>(it.shape[R - 1], copied);
   auto rows = [&](const auto& epilogue, auto buf, index_t buf_stride, auto source) {
     with_shared(epilogue, plan_shared(epilogue, it.alias), [&](const auto& e) {
       if (batched) return run_batches<Unit, Cached>(it, first, last, e, phase_shared.data(), stream, ahead, copies.get(), buf, buf_stride, source);
@@ -179,12 +179,12 @@ void run_rows_with(const It& it, index_t first, index_t last, bool stream, bool 
 
 // reuse: may_cache(it), online: may_online(it), copied: cpu_reading(it).copied, decided once per kernel.
 template <bool Unit, class It>
-void run_rows(const It& it, index_t first, index_t last, bool reuse, bool stream, bool online, bool copied = false) {
+void run_rows(const It& it, index_t first, index_t last, bool reuse, bool stream, bool online, copied_leaves copied = {}) {
   constexpr int cached = cached_phase<decltype(it.eval), decltype(it.phases)>();
   if constexpr (Unit && cached >= 0) {
     if (reuse) return run_rows_with<Unit, cached>(it, first, last, stream, online, copied);
   }
-  run_rows_with<Unit, -1>(it, first, last, stream, Unit && online, Unit && copied);
+  run_rows_with<Unit, -1>(it, first, last, stream, Unit && online, Unit ? copied : copied_leaves{});
 }
 
 #if defined(_OPENMP)
@@ -324,27 +324,29 @@ bool may_cache(const It& it) {
 // kernel's).
 struct cpu_row_reading {
   bool contiguous = false;
-  bool copied = false;
+  copied_leaves copied;
 };
 template <class It>
 cpu_row_reading cpu_reading(const It& it) {
   constexpr std::size_t R = It::rank;
   const index_t n = it.shape[R - 1];
   if (it.unit || (!it.root_reduction && it.out_stride[R - 1] != 1)) return {};
-  cpu_row_reading r{true, false};
+  cpu_row_reading r{true, {}};
   auto copy = it;  // for_each_tracker is not const
   copy.for_each_tracker([&](const tracker& t) {
     const index_t s = t.stride[R - 1];
-    if (copied_along_row<R>(t)) r.copied = true;
-    else if (!(s == 1 || (s == 0 && (t.base == nullptr || t.splat == &tracker::no_copies)))) r.contiguous = false;
+    if (copied_along_row<R>(t)) {
+      ++r.copied.count;
+      r.copied.elem_bytes = std::max(r.copied.elem_bytes, t.elem_bytes);
+    } else if (!(s == 1 || (s == 0 && (t.base == nullptr || t.splat == &tracker::no_copies)))) r.contiguous = false;
   });
-  if (r.copied && n > splat_max_row) return {};
+  if (r.copied.count > 0 && n > splat_max_row) return {};
   return r;
 }
 
 // threads: threads_for(it); copied: cpu_reading(it).copied, `it` marked unit.
 template <class It>
-void run_row_kernel_on(const It& it, [[maybe_unused]] int threads, bool copied) {
+void run_row_kernel_on(const It& it, [[maybe_unused]] int threads, copied_leaves copied) {
   const index_t rows = it.rows();
   const bool reuse = may_cache(it);
   const bool stream = streams(it);
@@ -381,7 +383,7 @@ void run_row_kernel(const cpu& exec, const It& it) {
       return run_row_kernel_on(contiguous, threads, r.copied);
     }
   }
-  run_row_kernel_on(it, threads, false);
+  run_row_kernel_on(it, threads, {});
 }
 
 // The row kernel compiled once, strided only: for assign_fused's run-time fallback (as
