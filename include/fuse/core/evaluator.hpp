@@ -67,6 +67,35 @@ struct tracker {
   const void* (*tile)(void* self, void* buffer, index_t n, index_t count, const void* last) = nullptr;
 };
 
+// How a kernel's loop along a row can read a tracker: the one rule behind the elementwise
+// kernel's contiguous and copies paths (iteration.hpp), the row kernel's unit variant
+// (row_iteration.hpp: CPU and GPU), the CPU row kernel's copies (row_kernel.hpp) and the column
+// reduction (column_reduce.hpp).
+enum class along_row : unsigned char {
+  contiguous,  // stride 1
+  index,       // stride 0, an affine index (iota of another axis): computed, no memory read
+  row_index,   // stride 0, take's index: the CPU's unit loop reads the table row found at seek
+               // and never the index (the GPU's reads it per element)
+  copied,      // stride 0, read through a row of copies of its element (CPU: splat.hpp; a memory
+               // leaf, or in an elementwise kernel a hoisted row value, hoist.hpp)
+  strided,     // anything else: the strided loops
+};
+
+// The same for a tracker that stays put along the row (its stride there is 0).
+inline along_row at_rest(const tracker& t) {
+  if (t.splat == &tracker::no_copies) return t.base == nullptr ? along_row::index : along_row::row_index;
+  return t.splat != nullptr ? along_row::copied : along_row::strided;
+}
+
+// ... and for one whose stride along the row is s (rest: at_rest of it).
+inline along_row reading_along_row(index_t s, along_row rest) {
+  return s == 1 ? along_row::contiguous : s == 0 ? rest : along_row::strided;
+}
+template <std::size_t R>
+along_row reading_along_row(const tracker& t) {
+  return reading_along_row(t.stride[R - 1], at_rest(t));
+}
+
 // The per-row value of a reduction that runs inside the same kernel (a phase of a row kernel):
 // integers keep 64 bits, floating values are held in double.
 struct row_slot {

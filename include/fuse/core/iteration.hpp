@@ -129,22 +129,22 @@ auto make_iteration(const destination<T, RD>& dst, const E& e) {
   std::copy(shape.begin(), shape.end(), it.shape);
   std::copy(ostride.begin(), ostride.end(), it.out_stride);
 
-  // Each set's splat (how its leaf is read through copies; nullptr: it cannot be, or the output).
+  // How each set's leaf reads where it stays put along the row (the output: strided).
   stride_sets sets{it.out_stride};
-  small_vector<decltype(tracker::splat), stride_sets_in_place> splats{nullptr};
+  small_vector<along_row, stride_sets_in_place> rest{along_row::strided};
   it.eval.for_each_tracker([&](const tracker& t) {
     sets.push_back(t.stride);
-    splats.push_back(t.splat);
+    rest.push_back(at_rest(t));
   });
   collapse_axes(it.shape, 0, R, sets.data(), sets.size());
   it.unit = true;
   if (it.shape[R - 1] > 1) {
     bool splat = true, copies = false;
     for (std::size_t k = 0; k < sets.size(); ++k) {
-      const index_t s = sets[k][R - 1];
-      it.unit = it.unit && s == 1;
-      splat = splat && (s == 1 || (s == 0 && splats[k] != nullptr));
-      copies = copies || (s == 0 && splats[k] != nullptr && splats[k] != &tracker::no_copies);
+      const along_row r = reading_along_row(sets[k][R - 1], rest[k]);
+      it.unit = it.unit && r == along_row::contiguous;
+      splat = splat && r != along_row::strided;
+      copies = copies || r == along_row::copied;
     }
     // Short rows lose more to a fill per row (a call per leaf) than the strided loop costs:
     // x[M, 2] * s[M, 1] ran 2x slower through the copies than strided (probe round 10 review).

@@ -206,13 +206,14 @@ auto make_row_iteration(const destination<T, RD>& dst, const E& e, const shape_t
   for (std::size_t j = 0; j < RD; ++j)
     if (dst.shape[j] != 1) it.out_stride[R - RD + j] = dst.strides[j];
 
-  // Which sets are affine indices (iota): the contiguous loops read them right at a stride of 0
-  // along the row too (affine_eval), on the CPU and the GPU alike.
+  // How each set reads where it stays put along the row: the contiguous loops read an affine
+  // index (iota) right at a stride of 0 too (affine_eval), on the CPU and the GPU alike; the
+  // CPU's other such leaves (along_row) are its own choice (cpu_reading, row_kernel.hpp).
   stride_sets sets{it.out_stride};
-  small_vector<bool, stride_sets_in_place> affine{false};
+  small_vector<along_row, stride_sets_in_place> rest{along_row::strided};
   auto add = [&](const tracker& t) {
     sets.push_back(t.stride);
-    affine.push_back(t.base == nullptr);
+    rest.push_back(at_rest(t));
   };
   it.eval.for_each_tracker(add);
   for_each(it.phases, [&](auto& p) { p.for_each_tracker(add); });
@@ -225,8 +226,10 @@ auto make_row_iteration(const destination<T, RD>& dst, const E& e, const shape_t
   // for the kernels (one-axis and unit-stride paths; on the GPU no division per element).
   while (it.inner_first < R - 1 && it.shape[it.inner_first] == 1) ++it.inner_first;
   if (it.shape[R - 1] > 1)
-    for (std::size_t k = it.root_reduction ? 1 : 0; k < sets.size(); ++k)
-      it.unit = it.unit && (sets[k][R - 1] == 1 || (sets[k][R - 1] == 0 && affine[k]));
+    for (std::size_t k = it.root_reduction ? 1 : 0; k < sets.size(); ++k) {
+      const along_row r = reading_along_row(sets[k][R - 1], rest[k]);
+      it.unit = it.unit && (r == along_row::contiguous || r == along_row::index);
+    }
 
   // A phase identical to an earlier one (the same reduction written twice, as softmax's max) is
   // computed once: the same reduction of the same operand (evaluator_match.hpp).

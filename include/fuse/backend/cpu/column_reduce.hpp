@@ -47,7 +47,7 @@ bool reads_by_rows(Ev& ev, const shape_t<R>& shape, const destination<T, RD>& ds
   ev.for_each_tracker([&](const tracker& t) {
     const index_t s = t.stride[R - 1];
     splats = splats || s == 0;
-    usable = usable && (s == 1 || (s == 0 && t.splat != nullptr));
+    usable = usable && reading_along_row<R>(t) != along_row::strided;
     if (t.base == nullptr) return;
     const auto in = t.span > 0 ? std::array<std::uintptr_t, 2>{reinterpret_cast<std::uintptr_t>(t.base),
                                                                 reinterpret_cast<std::uintptr_t>(t.base) +

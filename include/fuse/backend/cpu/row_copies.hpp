@@ -22,16 +22,10 @@
 
 namespace fuse::detail {
 
-// A memory leaf of stride 0 along the last of R axes that can be read through copies. (The
-// elementwise kernel's splat_rows also copies hoisted row values, which have no memory: the row
-// kernel hoists none.)
-template <std::size_t R>
-bool copied_along_row(const tracker& t) {
-  return t.base != nullptr && t.span == 0 && t.splat != nullptr && t.splat != &tracker::no_copies && t.stride[R - 1] == 0;
-}
-
-// The leaf occurrences of a row kernel that copied_along_row, in its evaluators and phases
-// together, and the widest of their elements (cpu_reading counts them, row_kernel.hpp).
+// The leaf occurrences of a row kernel read along_row::copied, in its evaluators and phases
+// together, and the widest of their elements (cpu_reading counts them, row_kernel.hpp). They are
+// memory leaves: the elementwise kernel's splat_rows also copies hoisted row values, which have
+// no memory, but the row kernel hoists none.
 struct copied_leaves {
   std::size_t count = 0;
   std::size_t elem_bytes = 0;
@@ -57,7 +51,7 @@ class row_copies {
   template <class Ev>
   void point(Ev& ev, const index_t* idx) {
     ev.for_each_tracker([&](const tracker& t) {
-      if (!copied_along_row<R>(t)) return;
+      if (reading_along_row<R>(t) != along_row::copied) return;
       const auto* source = static_cast<const unsigned char*>(t.base) + static_cast<index_t>(t.elem_bytes) * row_offset<R>(t.stride, idx);
       ++clock_;
       std::size_t k = 0;

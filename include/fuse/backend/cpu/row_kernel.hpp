@@ -317,11 +317,10 @@ bool may_cache(const It& it) {
 }
 
 // How the CPU reads the rows of a row kernel that make_row_iteration marked strided (a tracker of
-// stride 0 along the row that is not an affine index): contiguous if every other tracker has
-// stride 1 and each of stride 0 is an index that the CPU's unit loop does not read (take's, read
-// once per row at seek: tracker::no_copies) or a memory leaf read through rows of copies
-// (row_copies.hpp; `copied` then, for rows up to splat_max_row elements, as the elementwise
-// kernel's).
+// stride 0 along the row that is not an affine index): contiguous unless a tracker reads
+// along_row::strided, that is, when each of stride 0 is an index (take's too: the CPU's unit loop
+// reads the table row found at seek) or a memory leaf read through rows of copies (row_copies.hpp;
+// `copied` then, for rows up to splat_max_row elements, as the elementwise kernel's).
 struct cpu_row_reading {
   bool contiguous = false;
   copied_leaves copied;
@@ -334,11 +333,13 @@ cpu_row_reading cpu_reading(const It& it) {
   cpu_row_reading r{true, {}};
   auto copy = it;  // for_each_tracker is not const
   copy.for_each_tracker([&](const tracker& t) {
-    const index_t s = t.stride[R - 1];
-    if (copied_along_row<R>(t)) {
+    const along_row reading = reading_along_row<R>(t);
+    if (reading == along_row::copied) {
       ++r.copied.count;
       r.copied.elem_bytes = std::max(r.copied.elem_bytes, t.elem_bytes);
-    } else if (!(s == 1 || (s == 0 && (t.base == nullptr || t.splat == &tracker::no_copies)))) r.contiguous = false;
+    } else if (reading == along_row::strided) {
+      r.contiguous = false;
+    }
   });
   if (r.copied.count > 0 && n > splat_max_row) return {};
   return r;

@@ -35,7 +35,7 @@ class splat_rows {
     if (!on) return;
     std::size_t bytes = 0;
     ev.for_each_tracker([&](const tracker& t) {
-      if (t.splat == nullptr || t.splat == &tracker::no_copies || t.stride[R - 1] != 0) return;
+      if (reading_along_row<R>(t) != along_row::copied) return;
       leaves_.push_back({t.self, t.splat, bytes});
       bytes += (static_cast<std::size_t>(n) * t.elem_bytes + 63) / 64 * 64;
     });
