@@ -259,3 +259,79 @@ TEST_CASE("online pairs whose operand reads another phase, and a row buffer that
   check(fuse::cpu{.threads = 2}, 4, 5000, 72);   // online rows, two threads
   check(fuse::cpu{.threads = 2}, 1, 70001, 73);  // one row split across two threads
 }
+
+// Rows of several axes longer than 16 KiB: batch-norm statistics over N, H and W of NCHW data are
+// rows of N sub-rows of H * W. The pair does not run online there (two passes per row measured
+// faster, docs/design.md §4); these rows check the two-pass path at the sizes where it would, and
+// the same tests held with a sub-row-by-sub-row online pair. Channels with mean 1e3, with a trend
+// across N (the sub-rows' means differ), with a NaN or an inf in the last sub-row; a softmax over
+// axes 0 and 2 with a sub-row of -inf and a row of -inf (NaN, as NumPy). 1, 2 and 3 threads; one
+// channel on two threads (fewer rows than threads: split rows).
+TEST_CASE("rows of several axes over 16 KiB: batch-norm statistics and a softmax over two axes") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const fuse::shape_t<4> shapes[] = {{3, 5, 37, 41}, {2, 4, 70, 70}, {5, 1, 60, 61}, {2, 5, 5, 7}};
+  for (const auto& s : shapes) {
+    const index_t n = s[0], c = s[1], hw = s[2] * s[3];
+    CAPTURE(n, c, hw);
+    auto x = random<float, 4>(s, 31, -2, 2);
+    for (index_t b = 0; b < n; ++b)
+      for (index_t i = 0; i < hw; ++i) {
+        float* at = x.data() + (b * c) * hw + i;  // channel 0
+        at[0] += 1000.f;
+        if (c > 1) at[hw] += 3.f * float(b);  // channel 1: a trend across N
+      }
+    if (c > 2) x.data()[((n - 1) * c + 2) * hw + hw - 3] = nan;  // channel 2: NaN in the last sub-row
+    if (c > 3) x.data()[((n - 1) * c + 3) * hw + 5] = inf;       // channel 3: inf
+    std::vector<double> mu(static_cast<std::size_t>(c)), var(static_cast<std::size_t>(c));
+    for (index_t ch = 0; ch < c; ++ch) {
+      std::vector<double> row;
+      for (index_t b = 0; b < n; ++b) row.insert(row.end(), x.data() + (b * c + ch) * hw, x.data() + (b * c + ch + 1) * hw);
+      mu[std::size_t(ch)] = ref_mean(row);
+      var[std::size_t(ch)] = ref_var(row);
+    }
+    for (int threads : {1, 2, 3}) {
+      CAPTURE(threads);
+      const fuse::cpu exec{threads};
+      fuse::tensor<float, 4> v(1, c, 1, 1), y(s);
+      fuse::assign(exec, v, fuse::var(x, fuse::axes<0, 2, 3>));
+      fuse::assign(exec, y, (x - fuse::mean(x, fuse::axes<0, 2, 3>)) * fuse::rsqrt(fuse::var(x, fuse::axes<0, 2, 3>) + 1e-5f));
+      for (index_t ch = 0; ch < c; ++ch) {
+        CAPTURE(ch);
+        REQUIRE(close(v.data()[ch], var[std::size_t(ch)], 1e-5, 1e-9));
+        const double inv = 1 / std::sqrt(var[std::size_t(ch)] + 1e-5);
+        for (index_t b = 0; b < n; ++b)
+          for (index_t i = 0; i < hw; i += 7) {
+            const index_t at = (b * c + ch) * hw + i;
+            REQUIRE(close(y.data()[at], (x.data()[at] - mu[std::size_t(ch)]) * inv, 2e-4, 2e-4));
+          }
+      }
+    }
+  }
+  // softmax over axes 0 and 2 of [a, m, k], written out: rows of a sub-rows of k.
+  const index_t a = 3, m = 4, k = 2000;
+  auto x = random<float, 3>({a, m, k}, 32, -4, 4);
+  for (index_t j = 0; j < k; ++j) {
+    x(0, 1, j) = -inf;                                 // row 1: a first sub-row of -inf
+    for (index_t i = 0; i < a; ++i) x(i, 2, j) = -inf;  // row 2: all -inf, NaN
+    x(2, 3, j) += 0.01f * float(j);                     // row 3: the largest values in the last sub-row
+  }
+  auto shifted = x - fuse::max(x, fuse::axes<0, 2>);
+  for (int threads : {1, 2}) {
+    CAPTURE(threads);
+    fuse::tensor<float, 3> y(a, m, k);
+    fuse::assign(fuse::cpu{threads}, y, fuse::exp(shifted) / fuse::sum(fuse::exp(shifted), fuse::axes<0, 2>));
+    for (index_t r = 0; r < m; ++r) {
+      CAPTURE(r);
+      double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+      for (index_t i = 0; i < a; ++i)
+        for (index_t j = 0; j < k; ++j) mx = std::max(mx, double(x(i, r, j)));
+      for (index_t i = 0; i < a; ++i)
+        for (index_t j = 0; j < k; ++j) sum += std::exp(double(x(i, r, j)) - mx);
+      for (index_t i = 0; i < a; ++i)
+        for (index_t j = 0; j < k; ++j) {
+          const double ref = std::isinf(mx) ? std::numeric_limits<double>::quiet_NaN() : std::exp(double(x(i, r, j)) - mx) / sum;
+          REQUIRE(close(y(i, r, j), ref, 2e-5, 1e-30));
+        }
+    }
+  }
+}
