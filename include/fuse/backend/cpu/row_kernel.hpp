@@ -345,6 +345,16 @@ cpu_row_reading cpu_reading(const It& it) {
   return r;
 }
 
+// Are the rows split across the threads (fewer rows than threads: run_split_rows)?
+inline bool splits_rows(int threads, index_t rows) {
+#if defined(_OPENMP)
+  return threads > 1 && rows < threads;
+#else
+  (void)threads, (void)rows;
+  return false;
+#endif
+}
+
 // threads: threads_for(it); copied: cpu_reading(it).copied, `it` marked unit.
 template <class It>
 void run_row_kernel_on(const It& it, [[maybe_unused]] int threads, copied_leaves copied) {
@@ -359,12 +369,12 @@ void run_row_kernel_on(const It& it, [[maybe_unused]] int threads, copied_leaves
     publish_streamed(stream);
   };
 #if defined(_OPENMP)
-  if (threads > 1 && rows >= threads) {
+  if (splits_rows(threads, rows)) return it.unit ? run_split_rows<true>(it, threads, stream, online) : run_split_rows<false>(it, threads, stream, false);
+  if (threads > 1) {
 #pragma omp parallel num_threads(threads)
     body(omp_get_thread_num(), omp_get_num_threads());
     return;
   }
-  if (threads > 1) return it.unit ? run_split_rows<true>(it, threads, stream, online) : run_split_rows<false>(it, threads, stream, false);
 #endif
   body(0, 1);
 }
@@ -377,7 +387,7 @@ void run_row_kernel(const cpu& exec, const It& it) {
   // A leaf that stays put along the rows (x * s[N, 1]) read through rows of copies, or take's
   // index: the rows are then contiguous. Not where rows are split across threads (fewer rows than
   // threads).
-  if (threads <= 1 || rows >= threads) {
+  if (!splits_rows(threads, rows)) {
     if (const cpu_row_reading r = cpu_reading(it); r.contiguous) {
       auto contiguous = it;
       contiguous.unit = true;
@@ -396,7 +406,7 @@ void run_row_kernel_generic(const cpu& exec, const It& it) {
   if (rows == 0) return;
   const int threads = threads_for(exec, rows * std::max<index_t>(it.row_elements(), 1));
 #if defined(_OPENMP)
-  if (threads > 1 && rows < threads) return run_split_rows<false>(it, threads, false, false);
+  if (splits_rows(threads, rows)) return run_split_rows<false>(it, threads, false, false);
 #endif
   run_threads(threads, [&](index_t t, index_t nt) { run_rows<false>(it, rows * t / nt, rows * (t + 1) / nt, false, false, false); });
 }

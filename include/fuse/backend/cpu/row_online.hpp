@@ -105,8 +105,7 @@ online_part online_softmax_range(const A& a, E e, const index_t* idx, index_t be
     // While every element so far is -inf, the shift is 0: exp(-inf - 0) = 0, so the block adds 0
     // and stores 0, which its factor exp(-inf - m) = 0 keeps 0.
     set_shift(typename PK::result_type(m == -inf ? Max(0) : m));
-    e.seek(idx);
-    if (copies != nullptr) copies->point(e, idx);
+    seek_row(e, idx, copies);
     state.block_max[std::size_t((b - begin) / block_elements)] = double(m);
     s += reduce_range<sum_op, typename PJ::acc_type, Unit>(e, b, stop, pf, buf);
   }

@@ -142,17 +142,23 @@ Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean, c
   }
 }
 
+// ev seeked to the row idx; copies (if not null): its leaves that stay put along the row are
+// pointed at rows of copies (row_copies.hpp), which every seek must be followed by.
+template <class Ev, std::size_t R>
+FUSE_INLINE void seek_row(Ev& ev, const index_t* idx, row_copies<R>* copies) {
+  ev.seek(idx);
+  if (copies != nullptr) copies->point(ev, idx);
+}
+
 // A copy of ev at the row idx: copied, then seeked, never the other way round. seek() stores the
 // row's pointers and per-row constants into the evaluator; a copy made right after reads those
 // bytes back with wide loads, which store-to-load forwarding cannot serve, so every row waited
 // for its own stores (perf on rows of 64 floats: the two halves of that copy held 60% of the
-// epilogue's samples). copies (if not null): its leaves that stay put along the row are pointed at
-// rows of copies (row_copies.hpp).
+// epilogue's samples).
 template <class Ev, std::size_t R>
 FUSE_INLINE Ev seeked(const Ev& ev, const index_t* idx, row_copies<R>* copies) {
   Ev e = ev;
-  e.seek(idx);
-  if (copies != nullptr) copies->point(e, idx);
+  seek_row(e, idx, copies);
   return e;
 }
 
