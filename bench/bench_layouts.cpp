@@ -18,6 +18,9 @@
 //   cross_entropy   loss[N, 1] = logsumexp(z) - z[label] on [4096, 8192] with label[N, 1]: one row
 //                   kernel whose label stays put along the row (read through rows of copies,
 //                   backend/cpu/row_copies.hpp)
+//   causal_softmax  softmax(where(k <= q, scores, -inf)) on 16 heads of [1024, 1024] attention
+//                   scores: a phase reduces only the interval its mask keeps (backend/cpu/row_mask.hpp);
+//                   minimal traffic is the kept half read and every element written
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -339,6 +342,54 @@ void ce_hand(benchmark::State& s) {
   bench::set_bytes(s, d.bytes());
 }
 
+// --- causal softmax over attention scores [heads, seq, seq] ---
+constexpr index_t kHeads = 16, kSeq = 1024;
+struct causal_data {
+  fuse::tensor<float, 3> x{kHeads, kSeq, kSeq}, y{kHeads, kSeq, kSeq};
+  causal_data() { bench::fill_random(x, 31, -4.f, 4.f), bench::fill_random(y, 32); }
+  // Query q reads keys 0..q (the kept half) and writes all kSeq.
+  static double bytes() { return double(kHeads) * (double(kSeq) * (kSeq + 1) / 2 + double(kSeq) * kSeq) * sizeof(float); }
+};
+
+auto causal_of(causal_data& d) {
+  const auto s = d.x.shape();
+  return fuse::softmax(fuse::where(fuse::iota<2>(s) <= fuse::iota<1>(s), d.x, -INFINITY), fuse::axis<-1>);
+}
+
+template <class Exec>
+void causal_fuse(benchmark::State& s, Exec exec) {
+  causal_data d;
+  fuse::assign(exec, d.y, causal_of(d));  // warm-up: the eager pool and page faults
+  for (auto _ : s) fuse::assign(exec, d.y, causal_of(d)), benchmark::ClobberMemory();
+  bench::set_bytes(s, causal_data::bytes());
+}
+
+// Per row q: the max and the sum of exp over keys 0..q (fuse::math's exp), the rest written 0.
+void causal_hand(benchmark::State& s) {
+  causal_data d;
+  for (auto _ : s) {
+#pragma omp parallel for schedule(static)
+    for (index_t r = 0; r < kHeads * kSeq; ++r) {
+      const index_t keep = r % kSeq + 1;
+      const float* __restrict__ x = d.x.data() + r * kSeq;
+      float* __restrict__ y = d.y.data() + r * kSeq;
+      float mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
+      for (index_t i = 0; i < keep; ++i) mx = std::max(mx, x[i]);
+      float sum = 0;
+#pragma omp simd reduction(+ : sum)
+      for (index_t i = 0; i < keep; ++i) sum += (y[i] = fuse::math::exp(x[i] - mx));
+      const float inv = 1.f / sum;
+#pragma omp simd
+      for (index_t i = 0; i < keep; ++i) y[i] *= inv;
+      std::fill(y + keep, y + kSeq, 0.f);
+    }
+    benchmark::ClobberMemory();
+  }
+  bench::set_bytes(s, causal_data::bytes());
+}
+
+
 const auto reg = [] {
   auto add = [](const char* name, auto fn) {
     benchmark::RegisterBenchmark(name, fn)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(0.5);
@@ -367,6 +418,10 @@ const auto reg = [] {
   add("embedding/fused", [](benchmark::State& s) { embedding_fuse(s, fuse::cpu{}); });
   add("embedding/eager", [](benchmark::State& s) { embedding_fuse(s, fuse::eager(fuse::cpu{})); });
   add("embedding/hand", embedding_hand);
+  add("causal_softmax/copy", [](benchmark::State& s) { bench::copy_baseline(s, causal_data::bytes()); });
+  add("causal_softmax/fused", [](benchmark::State& s) { causal_fuse(s, fuse::cpu{}); });
+  add("causal_softmax/eager", [](benchmark::State& s) { causal_fuse(s, fuse::eager(fuse::cpu{})); });
+  add("causal_softmax/hand", causal_hand);
   add("cross_entropy/copy", [](benchmark::State& s) { bench::copy_baseline(s, ce_data{}.bytes()); });
   add("cross_entropy/fused", [](benchmark::State& s) { ce_fuse(s, fuse::cpu{}); });
   add("cross_entropy/eager", [](benchmark::State& s) { ce_fuse(s, fuse::eager(fuse::cpu{})); });

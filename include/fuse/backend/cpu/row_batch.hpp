@@ -67,7 +67,7 @@ Buf row_buffer(Buf buf, int b, index_t stride) {
 // phase Cached (>= 0) stores row b's operand at buf + b * buf_stride, and *source tells the
 // epilogue's cached_eval which row's buffer to read. copies: as seeked() (row_reduce.hpp).
 template <bool Unit, int Cached, class It, class Ev, class Buf, class Source>
-void run_batches(const It& it, index_t first, index_t last, const Ev& epilogue, const shared_plan* shared, bool stream,
+void run_batches(const It& it, index_t first, index_t last, const Ev& epilogue, const phase_plan* shared, bool stream,
                  stream_prefetch<It::rank>& pf, row_copies<It::rank>* copies, Buf buf, index_t buf_stride, Source source) {
   constexpr std::size_t R = It::rank;
   constexpr std::size_t P = It::phase_count > 0 ? It::phase_count : 1;

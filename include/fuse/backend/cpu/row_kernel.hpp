@@ -28,13 +28,22 @@
 
 namespace fuse::detail {
 
-// The sharing plan of every phase's operand (alias: the kernel's repeated phases).
-template <class Phases>
-auto phase_shared_plans(const Phases& phases, const int* alias) {
-  std::array<shared_plan, Phases::size> plans{};
+// The plan of every phase (alias: the kernel's repeated phases).
+template <std::size_t R, class Phases>
+auto phase_plans(const Phases& phases, const int* alias) {
+  std::array<phase_plan, Phases::size> plans{};
   std::size_t k = 0;
-  for_each(phases, [&](const auto& p) { plans[k++] = plan_shared(p.child, alias); });
+  for_each(phases, [&](const auto& p) { plans[k++] = {plan_shared(p.child, alias), row_mask_of<R>(p.child, alias)}; });
   return plans;
+}
+
+// Does a phase narrow its rows to a mask's kept interval (row_mask.hpp)? The online pair then
+// does not run: it would exponentiate the whole row.
+template <std::size_t N>
+bool any_masked(const std::array<phase_plan, N>& plans) {
+  for (const phase_plan& p : plans)
+    if (p.mask.on) return true;
+  return false;
 }
 
 // Which pass over a row asks for the next row (row_prefetch, spread along it): the last phase
@@ -54,7 +63,7 @@ int spread_pass(const It& it, bool stream) {
 // online (if not null): the online pair runs as one pass (row_online.hpp). copies: as seeked()
 // (row_reduce.hpp).
 template <bool Unit, int Cached = -1, class It, class Ev, class Phases, class Buf = std::nullptr_t>
-void run_row(const It& it, Ev& ev, Phases& phases, const shared_plan* shared, row_slot* slots, index_t* idx, bool stream,
+void run_row(const It& it, Ev& ev, Phases& phases, const phase_plan* shared, row_slot* slots, index_t* idx, bool stream,
              stream_prefetch<It::rank>& pf, row_prefetch<It::rank>* next, int spread, online_rows<It::rank>* online,
              row_copies<It::rank>* copies, Buf buf = nullptr) {
   constexpr std::size_t R = It::rank;
@@ -126,15 +135,16 @@ inline constexpr std::size_t row_buffer_on_stack_bytes = 4096;
 template <bool Unit, int Cached, class It>
 void run_rows_with(const It& it, index_t first, index_t last, bool stream, bool online, copied_leaves copied) {
   constexpr std::size_t R = It::rank;
-  const bool batched = !online && batches_rows(it);
   auto phases = it.phases;
+  const auto phase_shared = phase_plans<R>(phases, it.alias);
+  online = online && !any_masked(phase_shared);
+  const bool batched = !online && batches_rows(it);
   row_slot slots[It::phase_count > 0 ? It::phase_count : 1] = {};
   for_each(phases, [&](auto& p) { p.bind(slots); });
   index_t idx[R] = {}, next[R] = {};
   row_prefetch<R> prefetch(it);
   stream_prefetch<R> ahead(it, it.unit, prefetch_max_row_bytes);
   const int spread = spread_pass(it, stream);
-  const auto phase_shared = phase_shared_plans(phases, it.alias);
   std::unique_ptr<online_rows<R>> online_state;
   if (online) online_state = std::make_unique<online_rows<R>>(it);
   std::unique_ptr<row_copies<R>> copies;
@@ -193,7 +203,7 @@ void run_rows(const It& it, index_t first, index_t last, bool reuse, bool stream
 // run_online_pair. (var(x) over a whole long vector, softmax of one long row: one pass over
 // memory, not two.)
 template <bool Unit, class It>
-bool run_split_online_pair(const It& it, int threads, row_slot* slots, const index_t* idx, const shared_plan* shared,
+bool run_split_online_pair(const It& it, int threads, row_slot* slots, const index_t* idx, const phase_plan* shared,
                            const stream_prefetch<It::rank>& long_rows) {
   constexpr std::size_t R = It::rank;
   using Phases = decltype(it.phases);
@@ -229,7 +239,8 @@ void run_split_rows(const It& it, int threads, bool stream, bool online) {
   const index_t rows = it.rows();
   const index_t n = it.shape[R - 1];
   std::vector<row_slot> slots(It::phase_count > 0 ? It::phase_count : 1);
-  const auto phase_shared = phase_shared_plans(it.phases, it.alias);
+  const auto phase_shared = phase_plans<R>(it.phases, it.alias);
+  online = online && !any_masked(phase_shared);
   const shared_plan epilogue_shared = plan_shared(it.eval, it.alias);
   const stream_prefetch<R> long_rows(it, it.unit, prefetch_max_row_bytes);  // each thread seeks a copy
   index_t idx[R] = {};

@@ -9,6 +9,7 @@
 
 #include "fuse/backend/cpu/prefetch.hpp"
 #include "fuse/backend/cpu/row_copies.hpp"
+#include "fuse/backend/cpu/row_mask.hpp"
 #include "fuse/core/row_iteration.hpp"
 #include "fuse/core/shared_subtree.hpp"
 
@@ -186,10 +187,61 @@ typename Op::template total_t<Acc> reduce_range(const Ev ev, index_t begin, inde
   return total;
 }
 
-// Phase p over elements [begin, end) of the row at idx; `shared`: the sharing plan of its operand;
-// copies: as seeked().
+// What a row kernel decides once about each phase: its operand's shared subtrees
+// (shared_subtree.hpp) and its mask (row_mask.hpp).
+struct phase_plan {
+  shared_plan shared;
+  row_mask mask;
+};
+
+// reduce_range of operand over the row at idx with the mask's where replaced by its kept branch
+// (no condition evaluated per element), or as it is where the where is not found in it (bound
+// as a shared subtree).
+template <class Op, class Acc, bool Unit, class W, class Ev, std::size_t R, class Store>
+typename Op::template total_t<Acc> reduce_kept(const Ev& operand, bool keep_true, const index_t* idx, index_t lo,
+                                               index_t hi, const stream_prefetch<R>& pf, row_copies<R>* copies, Store store) {
+  if constexpr (occurrences<W, Ev>::value > 0) {
+    const W& w = first_occurrence<W>(operand);
+    if (keep_true) return reduce_range<Op, Acc, Unit>(seeked(substitute<W>(operand, get<1>(w.args)), idx, copies), lo, hi, pf, store);
+    return reduce_range<Op, Acc, Unit>(seeked(substitute<W>(operand, get<2>(w.args)), idx, copies), lo, hi, pf, store);
+  } else {
+    (void)keep_true;
+    return reduce_range<Op, Acc, Unit>(seeked(operand, idx, copies), lo, hi, pf, store);
+  }
+}
+
+// reduce_range of operand (unseeked) over the row at idx, or over its kept interval when the mask
+// m allows (row_mask.hpp): the masked elements' one value v combined once, and stored where the
+// row buffer wants it. child: the phase's operand as written (operand may have shared subtrees
+// bound, the where among them).
+template <class Op, class Acc, bool Unit, class Child, class Ev, std::size_t R, class Store>
+typename Op::template total_t<Acc> reduce_masked(const Child& child, const row_mask& m, const Ev& operand, const index_t* idx,
+                                                 index_t begin, index_t end, const stream_prefetch<R>& pf,
+                                                 row_copies<R>* copies, Store store) {
+  using Total = typename Op::template total_t<Acc>;
+  if constexpr (!std::is_void_v<index_where_t<Child>>) {
+    const Child c = seeked(child, idx, copies);
+    index_t lo = begin, hi = end;
+    if (kept_interval<Unit>(c, m, begin, end, lo, hi) && (lo > begin || hi < end)) {
+      const auto v = c.template at<Unit>(lo > begin ? begin : hi);  // a masked element's value
+      const Acc a = static_cast<Acc>(v);
+      if (Op::combine(a, a) == a) {  // idempotent: once stands for any number of times
+        if constexpr (!std::is_null_pointer_v<Store>) {
+          for (index_t i = begin; i < lo; ++i) store[i] = v;
+          for (index_t i = hi; i < end; ++i) store[i] = v;
+        }
+        const Total kept = lo < hi ? reduce_kept<Op, Acc, Unit, index_where_t<Child>>(operand, m.keep_true, idx, lo, hi, pf, copies, store)
+                                   : Op::template identity<Total>();
+        return Op::combine(kept, static_cast<Total>(a));
+      }
+    }
+  }
+  return reduce_range<Op, Acc, Unit>(seeked(operand, idx, copies), begin, end, pf, store);
+}
+
+// Phase p over elements [begin, end) of the row at idx; plan: its phase_plan; copies: as seeked().
 template <bool Unit, class Phase, std::size_t R, class Store = std::nullptr_t>
-auto reduce_row(const Phase& p, const shared_plan& shared, const index_t* shape, std::size_t inner_first, index_t* idx,
+auto reduce_row(const Phase& p, const phase_plan& plan, const index_t* shape, std::size_t inner_first, index_t* idx,
                 index_t begin, index_t end, stream_prefetch<R>& pf, std::type_identity_t<row_copies<R>>* copies,
                 Store store = nullptr) {
   using Op = typename Phase::op;
@@ -199,11 +251,13 @@ auto reduce_row(const Phase& p, const shared_plan& shared, const index_t* shape,
   // Sub-rows: every combination of the row axes but the last.
   index_t sub = 1;
   for (std::size_t d = inner_first; d < R - 1; ++d) sub *= shape[d];
-  with_shared(p.child, shared, [&](const auto& operand) {
+  with_shared(p.child, plan.shared, [&](const auto& operand) {
     for (index_t s = 0; s < sub; ++s) {
       unflatten(s, shape, inner_first, R - 1, idx);
       pf.seek(idx);
-      total = Op::combine(total, reduce_range<Op, Acc, Unit>(seeked(operand, idx, copies), begin, end, pf, store));  // store: one sub-row
+      // store: one sub-row
+      if (plan.mask.on) total = Op::combine(total, reduce_masked<Op, Acc, Unit>(p.child, plan.mask, operand, idx, begin, end, pf, copies, store));
+      else total = Op::combine(total, reduce_range<Op, Acc, Unit>(seeked(operand, idx, copies), begin, end, pf, store));
     }
   });
   return total;

@@ -1,0 +1,200 @@
+// fuse/backend/cpu/row_mask.hpp - a phase over a masked row reduces only the part the mask keeps.
+//
+// A causal or padding mask, `where(iota<2>(s) <= iota<1>(s), x, -inf)` under a softmax, keeps an
+// interval of each row and puts a row constant (-inf) everywhere else. There the phase's operand
+// is one value v per row (the max phase's -inf, the sum phase's exp(-inf - max) = 0), and when v
+// is idempotent under the reduction (0 + 0 = 0, max(v, v) = v, 1 * 1 = 1) the masked elements
+// together contribute v once. So the phase reduces the kept interval, then combines v once: a
+// causal softmax reads and exponentiates half its rows, and the gather of a cross-entropy,
+// `sum(where(iota == label, z, 0))`, reads one element a row. (A v that is not idempotent, such
+// as the NaN of a row masked whole, exp(-inf - -inf), reduces the whole row as before.)
+//
+// Which phases qualify is decided per kernel (row_mask_of): the condition compares an index that
+// grows along the row with a value constant along it (`<`, `<=`, `>`, `>=`, `==`, or `!=` where
+// the mask keeps its false side), the masked branch and everything else in the operand outside
+// the where are constant along the row. The interval is found per row by binary search on the
+// index, then checked against the condition itself at its four edges; a row where that check
+// fails is reduced whole.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <type_traits>
+
+#include "fuse/backend/cpu/prefetch.hpp"
+#include "fuse/core/evaluator.hpp"
+#include "fuse/core/evaluator_match.hpp"
+#include "fuse/ops/compare.hpp"
+#include "fuse/ops/select.hpp"
+
+namespace fuse::detail {
+
+// FUSE_ROW_MASK=0 turns the narrowing off (to measure it).
+#ifndef FUSE_ROW_MASK
+#define FUSE_ROW_MASK 1
+#endif
+
+template <class E>
+inline constexpr bool is_affine_eval_v = false;
+template <std::size_t R>
+inline constexpr bool is_affine_eval_v<affine_eval<R>> = true;
+
+template <class F>
+inline constexpr bool is_index_compare_fn_v =
+    std::is_same_v<F, fn::less> || std::is_same_v<F, fn::less_equal> || std::is_same_v<F, fn::greater> ||
+    std::is_same_v<F, fn::greater_equal> || std::is_same_v<F, fn::equal> || std::is_same_v<F, fn::not_equal>;
+
+// where(cmp(a, b), ...) with cmp a comparison and a or b an index (iota).
+template <class E>
+inline constexpr bool is_index_where_v = false;
+template <class R, class C, class Cv, class F, class X, class Y, class A, class B>
+inline constexpr bool is_index_where_v<map_eval<R, C, fn::where, map_eval<bool, Cv, F, X, Y>, A, B>> =
+    is_index_compare_fn_v<F> && (is_affine_eval_v<X> || is_affine_eval_v<Y>);
+
+// The first such where in E (pre-order, through elementwise nodes), or void.
+template <class E>
+struct index_where {
+  using type = void;
+};
+template <class R, class C, class F, class... A>
+struct index_where<map_eval<R, C, F, A...>> {
+  using type = std::conditional_t<is_index_where_v<map_eval<R, C, F, A...>>, map_eval<R, C, F, A...>,
+                                  typename first_non_void<typename index_where<A>::type...>::type>;
+};
+template <class E>
+using index_where_t = typename index_where<E>::type;
+
+// How a phase's rows are narrowed, decided once per kernel.
+struct row_mask {
+  bool on = false;
+  bool index_first = false;  // the index is the comparison's first operand
+  bool keep_true = false;    // the kept elements are where the condition holds
+};
+
+// Is every tracker of ev constant along the row (stride 0 along axis R - 1)?
+template <std::size_t R, class Ev>
+bool constant_along_row(Ev ev) {  // a copy: for_each_tracker is not const
+  bool constant = true;
+  ev.for_each_tracker([&](const tracker& t) { constant = constant && t.stride[R - 1] == 0; });
+  return constant;
+}
+
+// The stride along the row of an affine index (0 for anything else).
+template <std::size_t R, class Ev>
+index_t index_stride(Ev ev) {
+  index_t s = 0;
+  if constexpr (is_affine_eval_v<Ev>) ev.for_each_tracker([&](const tracker& t) { s = t.stride[R - 1]; });
+  return s;
+}
+
+// The narrowing of a phase whose operand is ev (alias: the kernel's repeated phases).
+template <std::size_t R, class Ev>
+row_mask row_mask_of(const Ev& ev, const int* alias) {
+  using W = index_where_t<Ev>;
+  if constexpr (std::is_void_v<W> || !FUSE_ROW_MASK) {
+    (void)ev, (void)alias;
+    return {};
+  } else {
+    const W& w = first_occurrence<W>(ev);
+    if (!all_occurrences_equal(ev, w, alias)) return {};  // two masks of one shape, other values
+    const auto& cond = get<0>(w.args);
+    using F = std::remove_cvref_t<decltype(cond.f)>;
+    row_mask m;
+    // The index grows along the row; the other operand stays put.
+    if (index_stride<R>(get<0>(cond.args)) > 0 && constant_along_row<R>(get<1>(cond.args))) m.index_first = true;
+    else if (!(index_stride<R>(get<1>(cond.args)) > 0 && constant_along_row<R>(get<0>(cond.args)))) return {};
+    // The masked branch, and the operand with the where replaced by it, constant along the row.
+    if (constant_along_row<R>(substitute<W>(ev, get<2>(w.args)))) m.keep_true = true;
+    else if (!constant_along_row<R>(substitute<W>(ev, get<1>(w.args)))) return {};
+    // The kept elements an interval: not the complement of an equality.
+    if (std::is_same_v<F, fn::equal> && !m.keep_true) return {};
+    if (std::is_same_v<F, fn::not_equal> && m.keep_true) return {};
+    m.on = true;
+    return m;
+  }
+}
+
+// First i in [b, e) with p(i), p false then true along [b, e); e if none. hint: a guess, taken
+// when p says it is the edge (two evaluations), else a binary search.
+template <class P>
+index_t first_where(index_t b, index_t e, index_t hint, P p) {
+  if (hint >= b && hint <= e && (hint == b || !p(hint - 1)) && (hint == e || p(hint))) return hint;
+  while (b < e) {
+    const index_t mid = b + (e - b) / 2;
+    if (p(mid)) e = mid;
+    else b = mid + 1;
+  }
+  return b;
+}
+
+// Where along the row an affine index first reaches c (at: 0) or passes it (at: 1), computed in
+// double from its first two values: a guess for first_where (the conversions may round).
+template <class Index, class C>
+index_t index_guess(index_t b, index_t e, Index index, C c, int at) {
+  if constexpr (std::is_arithmetic_v<C>) {
+    const double g0 = double(index(b)), slope = e - b > 1 ? double(index(b + 1)) - g0 : 1.0;
+    const double steps = slope == 1.0 ? double(c) - g0 : (double(c) - g0) / slope;  // (a division's latency per row)
+    if (!(steps > -1.0)) return b;  // also NaN
+    if (!(steps < double(e - b))) return e;
+    return b + index_t(at == 0 ? std::ceil(steps) : std::floor(steps) + 1);
+  } else {
+    (void)e, (void)index, (void)c, (void)at;
+    return b;
+  }
+}
+
+// The set where the condition holds, for the index as operand I of the comparison: [b, t) (a
+// prefix), [t, e) (a suffix) or, for an equality, [below, above); kept_interval takes it or its
+// complement.
+template <std::size_t I, bool Unit, class Cond>
+void condition_set(const Cond& cond, index_t b, index_t e, bool& prefix, bool& suffix, index_t& t, index_t& below,
+                   index_t& above) {
+  using Cv = typename Cond::convert;
+  using F = std::remove_cvref_t<decltype(cond.f)>;
+  // g(i), the index, and c, the value it is compared with, as the comparison converts them.
+  const auto& index = get<I>(cond.args);
+  const auto c = Cv::template apply<1 - I>(get<1 - I>(cond.args).template at<Unit>(b));
+  auto raw = [&](index_t i) { return index.template at<Unit>(i); };
+  auto g = [&](index_t i) { return Cv::template apply<I>(raw(i)); };
+  // g does not decrease along the row: g < c on [b, below), g > c on [above, e).
+  below = first_where(b, e, index_guess(b, e, raw, c, 0), [&](index_t i) { return !fn::less{}(g(i), c); });
+  above = first_where(below, e, index_guess(below, e, raw, c, 1), [&](index_t i) { return fn::less{}(c, g(i)); });
+  constexpr bool lt = std::is_same_v<F, fn::less>, le = std::is_same_v<F, fn::less_equal>;
+  constexpr bool gt = std::is_same_v<F, fn::greater>, ge = std::is_same_v<F, fn::greater_equal>;
+  if constexpr (lt || le || gt || ge) {
+    // Index first: g < c holds on [b, below), g <= c on [b, above), g > c on [above, e), g >= c on
+    // [below, e). Index second: c < g is g > c, c <= g is g >= c, and so on.
+    prefix = I == 0 ? (lt || le) : (gt || ge);
+    suffix = !prefix;
+    const bool strict = lt || gt;
+    t = prefix == strict ? below : above;
+  }
+}
+
+// The kept interval [lo, hi) of the row ev is seeked to, within [b, e); false if it cannot be
+// trusted (the condition disagrees at an edge: a NaN bound), and the whole row is reduced.
+template <bool Unit, class Ev>
+bool kept_interval(const Ev& ev, const row_mask& m, index_t b, index_t e, index_t& lo, index_t& hi) {
+  using W = index_where_t<Ev>;
+  const auto& cond = get<0>(first_occurrence<W>(ev).args);
+  bool prefix = false, suffix = false;
+  index_t t = 0, below = 0, above = 0;
+  if (m.index_first) condition_set<0, Unit>(cond, b, e, prefix, suffix, t, below, above);
+  else condition_set<1, Unit>(cond, b, e, prefix, suffix, t, below, above);
+  if (prefix || suffix) {
+    const bool kept_prefix = prefix == m.keep_true;
+    lo = kept_prefix ? b : t;
+    hi = kept_prefix ? t : e;
+  } else {  // equal kept where true, not_equal kept where false
+    lo = below;
+    hi = above;
+  }
+  // The edges, checked against the condition itself.
+  auto kept = [&](index_t i) { return bool(cond.template at<Unit>(i)) == m.keep_true; };
+  if (lo < hi && !(kept(lo) && kept(hi - 1))) return false;
+  if (lo > b && kept(lo - 1)) return false;
+  if (hi < e && kept(hi)) return false;
+  return true;
+}
+
+}  // namespace fuse::detail
