@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstddef>
 #include <type_traits>
+#include <utility>
 
 #include "fuse/backend/cpu/prefetch.hpp"
 #include "fuse/core/evaluator.hpp"
@@ -64,6 +65,27 @@ struct index_where<map_eval<R, C, F, A...>> {
 template <class E>
 using index_where_t = typename index_where<E>::type;
 
+// Is E constant along any row by its type (constants, row values, computations of them)?
+template <class E>
+inline constexpr bool row_constant_type_v = false;
+template <class T>
+inline constexpr bool row_constant_type_v<const_eval<T>> = true;
+template <class T, std::size_t K>
+inline constexpr bool row_constant_type_v<slot_eval<T, K>> = true;
+template <class T, class I>
+inline constexpr bool row_constant_type_v<invariant_eval<T, I>> = true;
+template <class R, class C, class F, class... A>
+inline constexpr bool row_constant_type_v<map_eval<R, C, F, A...>> = (row_constant_type_v<A> && ...);
+
+// Which side a where W may keep: its true side unless only the true branch is constant by type,
+// its false side unless only the false branch is (so that a kernel compiles the kept loop once
+// where the types tell, twice where strides must).
+template <class W>
+inline constexpr bool may_keep_true_v = !row_constant_type_v<std::remove_cvref_t<decltype(get<1>(std::declval<const W&>().args))>> ||
+                                        row_constant_type_v<std::remove_cvref_t<decltype(get<2>(std::declval<const W&>().args))>>;
+template <class W>
+inline constexpr bool may_keep_false_v = !row_constant_type_v<std::remove_cvref_t<decltype(get<2>(std::declval<const W&>().args))>>;
+
 // How a phase's rows are narrowed, decided once per kernel.
 struct row_mask {
   bool on = false;
@@ -104,8 +126,8 @@ row_mask row_mask_of(const Ev& ev, const int* alias) {
     if (index_stride<R>(get<0>(cond.args)) > 0 && constant_along_row<R>(get<1>(cond.args))) m.index_first = true;
     else if (!(index_stride<R>(get<1>(cond.args)) > 0 && constant_along_row<R>(get<0>(cond.args)))) return {};
     // The masked branch, and the operand with the where replaced by it, constant along the row.
-    if (constant_along_row<R>(substitute<W>(ev, get<2>(w.args)))) m.keep_true = true;
-    else if (!constant_along_row<R>(substitute<W>(ev, get<1>(w.args)))) return {};
+    if (may_keep_true_v<W> && constant_along_row<R>(substitute<W>(ev, get<2>(w.args)))) m.keep_true = true;
+    else if (!may_keep_false_v<W> || !constant_along_row<R>(substitute<W>(ev, get<1>(w.args)))) return {};
     // The kept elements an interval: not the complement of an equality.
     if (std::is_same_v<F, fn::equal> && !m.keep_true) return {};
     if (std::is_same_v<F, fn::not_equal> && m.keep_true) return {};

@@ -202,8 +202,11 @@ typename Op::template total_t<Acc> reduce_kept(const Ev& operand, bool keep_true
                                                index_t hi, const stream_prefetch<R>& pf, row_copies<R>* copies, Store store) {
   if constexpr (occurrences<W, Ev>::value > 0) {
     const W& w = first_occurrence<W>(operand);
-    if (keep_true) return reduce_range<Op, Acc, Unit>(seeked(substitute<W>(operand, get<1>(w.args)), idx, copies), lo, hi, pf, store);
-    return reduce_range<Op, Acc, Unit>(seeked(substitute<W>(operand, get<2>(w.args)), idx, copies), lo, hi, pf, store);
+    if constexpr (may_keep_true_v<W>)
+      if (keep_true) return reduce_range<Op, Acc, Unit>(seeked(substitute<W>(operand, get<1>(w.args)), idx, copies), lo, hi, pf, store);
+    if constexpr (may_keep_false_v<W>)
+      if (!keep_true) return reduce_range<Op, Acc, Unit>(seeked(substitute<W>(operand, get<2>(w.args)), idx, copies), lo, hi, pf, store);
+    return reduce_range<Op, Acc, Unit>(seeked(operand, idx, copies), lo, hi, pf, store);  // not reached
   } else {
     (void)keep_true;
     return reduce_range<Op, Acc, Unit>(seeked(operand, idx, copies), lo, hi, pf, store);
