@@ -1,6 +1,7 @@
 // Masked rows (cpu/row_mask.hpp): a phase whose operand is where(index cmp bound, a, b), with b (or
 // a) constant along the row, reduces only the interval the mask keeps and combines the masked
-// value once where it is idempotent (0 for a sum, anything for a max), else the whole row. Every
+// value once where it is idempotent (0 for a sum, anything for a max), else the whole row; rows of
+// more than 256 elements (shorter ones, here too, are reduced whole: still checked). Every
 // comparison with the index on either side, bounds inside, at and outside the row, NaN bounds,
 // the kept side true or false, against double references on 1 and 3 threads; softmax with a causal
 // or padding mask; sub-rows; strided rows; one row split across threads.
@@ -73,7 +74,7 @@ void check_rows(const E& e, const std::vector<double>& ref, double rel) {
 }  // namespace
 
 TEST_CASE("a masked reduction reduces the kept interval: each comparison, the index on either side, against the reference") {
-  for (index_t n : {index_t(1), index_t(7), index_t(64), index_t(1000), index_t(5003)}) {
+  for (index_t n : {index_t(1), index_t(7), index_t(64), index_t(257), index_t(400), index_t(1000), index_t(5003)}) {
     CAPTURE(n);
     const auto x = random<float, 2>({23, n}, 3, -4, 4);
     const auto b = bounds<int>(23, n, 5);
@@ -189,7 +190,7 @@ TEST_CASE("softmax under a causal or padding mask: masked elements exactly 0, ro
 
 TEST_CASE("masked rows over several axes, strided rows, and one row split across threads") {
   // Sub-rows: sum over axes 1 and 2 of where(k < len[m, 1, 1], x, 0).
-  const index_t m = 9, c = 3, n = 77;
+  const index_t m = 9, c = 3, n = 277;
   const auto x3 = random<float, 3>({m, c, n}, 23);
   fuse::tensor<int, 3> len(m, 1, 1);
   for (index_t r = 0; r < m; ++r) len(r, 0, 0) = int((r * 13) % (n + 3)) - 1;

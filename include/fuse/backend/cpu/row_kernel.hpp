@@ -28,12 +28,14 @@
 
 namespace fuse::detail {
 
-// The plan of every phase (alias: the kernel's repeated phases).
+// The plan of every phase over rows of n elements (alias: the kernel's repeated phases).
 template <std::size_t R, class Phases>
-auto phase_plans(const Phases& phases, const int* alias) {
+auto phase_plans(const Phases& phases, const int* alias, index_t n) {
   std::array<phase_plan, Phases::size> plans{};
   std::size_t k = 0;
-  for_each(phases, [&](const auto& p) { plans[k++] = {plan_shared(p.child, alias), row_mask_of<R>(p.child, alias)}; });
+  for_each(phases, [&](const auto& p) {
+    plans[k++] = {plan_shared(p.child, alias), n > row_mask_min_elements ? row_mask_of<R>(p.child, alias) : row_mask{}};
+  });
   return plans;
 }
 
@@ -136,7 +138,7 @@ template <bool Unit, int Cached, class It>
 void run_rows_with(const It& it, index_t first, index_t last, bool stream, bool online, copied_leaves copied) {
   constexpr std::size_t R = It::rank;
   auto phases = it.phases;
-  const auto phase_shared = phase_plans<R>(phases, it.alias);
+  const auto phase_shared = phase_plans<R>(phases, it.alias, it.shape[R - 1]);
   online = online && !any_masked(phase_shared);
   const bool batched = !online && batches_rows(it);
   row_slot slots[It::phase_count > 0 ? It::phase_count : 1] = {};
@@ -239,7 +241,7 @@ void run_split_rows(const It& it, int threads, bool stream, bool online) {
   const index_t rows = it.rows();
   const index_t n = it.shape[R - 1];
   std::vector<row_slot> slots(It::phase_count > 0 ? It::phase_count : 1);
-  const auto phase_shared = phase_plans<R>(it.phases, it.alias);
+  const auto phase_shared = phase_plans<R>(it.phases, it.alias, it.shape[R - 1]);
   online = online && !any_masked(phase_shared);
   const shared_plan epilogue_shared = plan_shared(it.eval, it.alias);
   const stream_prefetch<R> long_rows(it, it.unit, prefetch_max_row_bytes);  // each thread seeks a copy
