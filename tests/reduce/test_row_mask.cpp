@@ -3,8 +3,9 @@
 // value once where it is idempotent (0 for a sum, anything for a max), else the whole row; rows of
 // more than 256 elements (shorter ones, here too, are reduced whole: still checked). Every
 // comparison with the index on either side, bounds inside, at and outside the row, NaN bounds,
-// the kept side true or false, against double references on 1 and 3 threads; softmax with a causal
-// or padding mask; sub-rows; strided rows; one row split across threads.
+// the kept side true or false, conjunctions (a sliding window, causal and padding), against double
+// references on 1 and 3 threads; softmax with a causal or padding mask; sub-rows; strided rows;
+// one row split across threads.
 #include "reduce_support.hpp"
 
 #include <functional>
@@ -124,6 +125,44 @@ TEST_CASE("a masked reduction: the kept side false, float and NaN bounds, a mask
     double s = 0;
     for (index_t j = 0; j <= std::min(r + 3, n - 1); ++j) s += x(r, j);
     CHECK(close(y(r, 0), s, 1e-5, 1e-5));
+  }
+}
+
+TEST_CASE("a conjunction of index conditions keeps the intersection: a sliding window, causal and padding together") {
+  const index_t m = 41, n = 700;
+  const auto x = random<float, 2>({m, n}, 37, -4, 4);
+  const auto s = x.shape();
+  const auto k = fuse::iota<1>(s);
+  const auto q = fuse::iota<0>(s) * 17;  // query r sits at key 17 r
+  fuse::tensor<int, 2> len(m, 1);
+  for (index_t r = 0; r < m; ++r) len(r, 0) = int((r * 101) % (n + 40)) - 20;
+  fuse::tensor<float, 2> y(m, 1), z(m, n), w(m, 1);
+  for (int threads : {1, 3}) {
+    CAPTURE(threads);
+    const fuse::cpu exec{threads};
+    // A window of 64 keys ending at the query; causal and padding; a window with a label excluded
+    // (a not_equal inside a conjunction: not an interval, the whole row).
+    fuse::assign(exec, y, fuse::sum(fuse::where((k <= q) && (k > q - 64), x, 0.f), fuse::axis<-1>));
+    fuse::assign(exec, z, fuse::softmax(fuse::where((k <= q) && (k < len), x, -inf), fuse::axis<-1>));
+    fuse::assign(exec, w, fuse::max(fuse::where((k < len) && (k != q) && (k >= 3), x, -inf), fuse::axis<-1>));
+    for (index_t r = 0; r < m; ++r) {
+      CAPTURE(r);
+      const index_t qr = 17 * r, lr = len(r, 0);
+      double sw = 0, mx = -INFINITY, mw = -INFINITY, se = 0;
+      for (index_t j = 0; j < n; ++j) {
+        if (j <= qr && j > qr - 64) sw += x(r, j);
+        if (j <= qr && j < lr) mx = std::max(mx, double(x(r, j)));
+        if (j < lr && j != qr && j >= 3) mw = std::max(mw, double(x(r, j)));
+      }
+      for (index_t j = 0; j < n; ++j)
+        if (j <= qr && j < lr) se += std::exp(double(x(r, j)) - mx);
+      CHECK(close(y(r, 0), sw, 1e-5, 1e-5));
+      CHECK(close(w(r, 0), mw, 0));
+      for (index_t j = 0; j < n; ++j) {
+        CAPTURE(j);
+        CHECK(close(z(r, j), (j <= qr && j < lr) ? std::exp(double(x(r, j)) - mx) / se : (mx == -INFINITY ? NAN : 0.0), 1e-5, 1e-7));
+      }
+    }
   }
 }
 

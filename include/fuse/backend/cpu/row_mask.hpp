@@ -45,12 +45,32 @@ inline constexpr bool is_index_compare_fn_v =
     std::is_same_v<F, fn::less> || std::is_same_v<F, fn::less_equal> || std::is_same_v<F, fn::greater> ||
     std::is_same_v<F, fn::greater_equal> || std::is_same_v<F, fn::equal> || std::is_same_v<F, fn::not_equal>;
 
-// where(cmp(a, b), ...) with cmp a comparison and a or b an index (iota).
+// cmp(a, b) with cmp a comparison and a or b an index (iota); an index condition is one, or a
+// conjunction of index conditions (a sliding window, a causal mask and a padding length).
+template <class E>
+inline constexpr bool is_index_compare_v = false;
+template <class Cv, class F, class X, class Y>
+inline constexpr bool is_index_compare_v<map_eval<bool, Cv, F, X, Y>> =
+    is_index_compare_fn_v<F> && (is_affine_eval_v<X> || is_affine_eval_v<Y>);
+template <class E>
+inline constexpr bool is_index_condition_v = is_index_compare_v<E>;
+template <class Cv, class X, class Y>
+inline constexpr bool is_index_condition_v<map_eval<bool, Cv, fn::logical_and, X, Y>> =
+    is_index_condition_v<X> && is_index_condition_v<Y>;
+
+// Does an index condition hold a not_equal (whose set is not an interval)?
+template <class E>
+inline constexpr bool any_not_equal_v = false;
+template <class Cv, class X, class Y>
+inline constexpr bool any_not_equal_v<map_eval<bool, Cv, fn::not_equal, X, Y>> = true;
+template <class Cv, class X, class Y>
+inline constexpr bool any_not_equal_v<map_eval<bool, Cv, fn::logical_and, X, Y>> = any_not_equal_v<X> || any_not_equal_v<Y>;
+
+// where(c, ...) with c an index condition.
 template <class E>
 inline constexpr bool is_index_where_v = false;
-template <class R, class C, class Cv, class F, class X, class Y, class A, class B>
-inline constexpr bool is_index_where_v<map_eval<R, C, fn::where, map_eval<bool, Cv, F, X, Y>, A, B>> =
-    is_index_compare_fn_v<F> && (is_affine_eval_v<X> || is_affine_eval_v<Y>);
+template <class R, class C, class Cond, class A, class B>
+inline constexpr bool is_index_where_v<map_eval<R, C, fn::where, Cond, A, B>> = is_index_condition_v<Cond>;
 
 // The first such where in E (pre-order, through elementwise nodes), or void.
 template <class E>
@@ -95,9 +115,12 @@ inline constexpr index_t row_mask_min_elements = 256;
 // How a phase's rows are narrowed, decided once per kernel.
 struct row_mask {
   bool on = false;
-  bool index_first = false;  // the index is the comparison's first operand
+  unsigned index_first = 0;  // bit k: the index is the first operand of comparison k (pre-order)
   bool keep_true = false;    // the kept elements are where the condition holds
 };
+
+// At most this many comparisons in a condition (index_first's bits).
+inline constexpr int max_mask_compares = 16;
 
 // Is every tracker of ev constant along the row (stride 0 along axis R - 1)?
 template <std::size_t R, class Ev>
@@ -115,6 +138,20 @@ index_t index_stride(Ev ev) {
   return s;
 }
 
+// For each comparison of the index condition c (pre-order, k counting them): which operand is the
+// index growing along the row (bit k of first), the other one staying put; false if neither.
+template <std::size_t R, class C>
+bool index_sides(const C& c, unsigned& first, int& k) {
+  if constexpr (std::is_same_v<std::remove_cvref_t<decltype(c.f)>, fn::logical_and>) {
+    return index_sides<R>(get<0>(c.args), first, k) && index_sides<R>(get<1>(c.args), first, k);
+  } else {
+    if (k >= max_mask_compares) return false;
+    const int bit = k++;
+    if (index_stride<R>(get<0>(c.args)) > 0 && constant_along_row<R>(get<1>(c.args))) return first |= 1u << bit, true;
+    return index_stride<R>(get<1>(c.args)) > 0 && constant_along_row<R>(get<0>(c.args));
+  }
+}
+
 // The narrowing of a phase whose operand is ev (alias: the kernel's repeated phases).
 template <std::size_t R, class Ev>
 row_mask row_mask_of(const Ev& ev, const int* alias) {
@@ -125,18 +162,16 @@ row_mask row_mask_of(const Ev& ev, const int* alias) {
   } else {
     const W& w = first_occurrence<W>(ev);
     if (!all_occurrences_equal(ev, w, alias)) return {};  // two masks of one shape, other values
-    const auto& cond = get<0>(w.args);
-    using F = std::remove_cvref_t<decltype(cond.f)>;
     row_mask m;
-    // The index grows along the row; the other operand stays put.
-    if (index_stride<R>(get<0>(cond.args)) > 0 && constant_along_row<R>(get<1>(cond.args))) m.index_first = true;
-    else if (!(index_stride<R>(get<1>(cond.args)) > 0 && constant_along_row<R>(get<0>(cond.args)))) return {};
+    int k = 0;
+    if (!index_sides<R>(get<0>(w.args), m.index_first, k)) return {};
     // The masked branch, and the operand with the where replaced by it, constant along the row.
     if (may_keep_true_v<W> && constant_along_row<R>(substitute<W>(ev, get<2>(w.args)))) m.keep_true = true;
     else if (!may_keep_false_v<W> || !constant_along_row<R>(substitute<W>(ev, get<1>(w.args)))) return {};
-    // The kept elements an interval: not the complement of an equality.
-    if (std::is_same_v<F, fn::equal> && !m.keep_true) return {};
-    if (std::is_same_v<F, fn::not_equal> && m.keep_true) return {};
+    // The kept elements an interval: not the complement of an equality or of a conjunction.
+    using F = std::remove_cvref_t<decltype(get<0>(w.args).f)>;
+    if ((std::is_same_v<F, fn::equal> || std::is_same_v<F, fn::logical_and>) && !m.keep_true) return {};
+    if (any_not_equal_v<std::remove_cvref_t<decltype(get<0>(w.args))>> && m.keep_true) return {};
     m.on = true;
     return m;
   }
@@ -199,23 +234,46 @@ void condition_set(const Cond& cond, index_t b, index_t e, bool& prefix, bool& s
   }
 }
 
+// The set where the index condition c holds, intersected into [lo, hi) (k: as index_sides).
+template <bool Unit, class C>
+void intersect_condition(const C& c, const row_mask& m, int& k, index_t b, index_t e, index_t& lo, index_t& hi) {
+  if constexpr (std::is_same_v<std::remove_cvref_t<decltype(c.f)>, fn::logical_and>) {
+    intersect_condition<Unit>(get<0>(c.args), m, k, b, e, lo, hi);
+    intersect_condition<Unit>(get<1>(c.args), m, k, b, e, lo, hi);
+  } else {
+    bool prefix = false, suffix = false;
+    index_t t = 0, below = 0, above = 0;
+    if ((m.index_first >> k++) & 1u) condition_set<0, Unit>(c, b, e, prefix, suffix, t, below, above);
+    else condition_set<1, Unit>(c, b, e, prefix, suffix, t, below, above);
+    index_t l = below, h = above;  // an equality's
+    if (prefix) l = b, h = t;
+    if (suffix) l = t, h = e;
+    lo = std::max(lo, l);
+    hi = std::max(lo, std::min(hi, h));
+  }
+}
+
 // The kept interval [lo, hi) of the row ev is seeked to, within [b, e); false if it cannot be
 // trusted (the condition disagrees at an edge: a NaN bound), and the whole row is reduced.
 template <bool Unit, class Ev>
 bool kept_interval(const Ev& ev, const row_mask& m, index_t b, index_t e, index_t& lo, index_t& hi) {
   using W = index_where_t<Ev>;
   const auto& cond = get<0>(first_occurrence<W>(ev).args);
-  bool prefix = false, suffix = false;
-  index_t t = 0, below = 0, above = 0;
-  if (m.index_first) condition_set<0, Unit>(cond, b, e, prefix, suffix, t, below, above);
-  else condition_set<1, Unit>(cond, b, e, prefix, suffix, t, below, above);
-  if (prefix || suffix) {
-    const bool kept_prefix = prefix == m.keep_true;
-    lo = kept_prefix ? b : t;
-    hi = kept_prefix ? t : e;
-  } else {  // equal kept where true, not_equal kept where false
-    lo = below;
-    hi = above;
+  using C = std::remove_cvref_t<decltype(cond)>;
+  lo = b, hi = e;
+  if (m.keep_true) {
+    int k = 0;
+    intersect_condition<Unit>(cond, m, k, b, e, lo, hi);
+  } else if constexpr (is_index_compare_v<C>) {  // one comparison (row_mask_of): its complement
+    bool prefix = false, suffix = false;
+    index_t t = 0, below = 0, above = 0;
+    if (m.index_first & 1u) condition_set<0, Unit>(cond, b, e, prefix, suffix, t, below, above);
+    else condition_set<1, Unit>(cond, b, e, prefix, suffix, t, below, above);
+    if (prefix) lo = t;
+    else if (suffix) hi = t;
+    else lo = below, hi = above;  // not_equal kept where false: where equal
+  } else {
+    return false;
   }
   // The edges, checked against the condition itself.
   auto kept = [&](index_t i) { return bool(cond.template at<Unit>(i)) == m.keep_true; };
