@@ -166,6 +166,42 @@ TEST_CASE("a conjunction of index conditions keeps the intersection: a sliding w
   }
 }
 
+// Found by a review: the kept loop once replaced the where by its kept branch, which skipped the
+// where's conversion (an int branch under a double where reached cast and map as int), and took
+// -0 as idempotent under a product (-0 * -0 == -0 as values, but it is +0).
+TEST_CASE("a masked reduction: the kept branch converts as the where does; a masked -0 under a product") {
+  const index_t m = 7, n = 300;
+  fuse::tensor<std::int32_t, 2> xi(m, n);
+  for (index_t i = 0; i < xi.size(); ++i) xi.data()[i] = std::int32_t(i % 5 == 0 ? 300 : 3);
+  const auto s = xi.shape();
+  const auto k = fuse::iota<1>(s);
+  const auto q = fuse::iota<0>(s) * 31;
+  // Each operand evaluated elementwise (no row kernel), then reduced in double: the reference.
+  auto check = [&](const auto& operand, const auto& reduced, auto reduce) {
+    const auto each = fuse::eval(operand);
+    fuse::tensor<double, 2> got(m, 1);
+    fuse::assign(got, reduced);
+    for (index_t r = 0; r < m; ++r) {
+      std::vector<double> row(n);
+      for (index_t j = 0; j < n; ++j) row[j] = double(each(r, j));
+      CAPTURE(r);
+      CHECK(got(r, 0) == reduce(row));
+      CHECK(std::signbit(got(r, 0)) == std::signbit(reduce(row)));
+    }
+  };
+  const auto saturated = fuse::cast<std::int8_t>(fuse::where(k <= q, xi, 0.5));
+  check(saturated, fuse::cast<double>(fuse::sum(saturated, fuse::axis<-1>)), ref_sum);
+  const auto halved = fuse::map([](auto v) { return v / 2; }, fuse::where(k <= q, xi, 0.0));
+  check(halved, fuse::sum(halved, fuse::axis<-1>), ref_sum);
+  const auto signed_zeros = fuse::where(k <= q, fuse::full(s, 1.0f), -0.0f);
+  auto ref_prod = [](const std::vector<double>& v) {
+    double p = 1;
+    for (double x : v) p *= x;
+    return p;
+  };
+  check(signed_zeros, fuse::prod(signed_zeros, fuse::axis<-1>), ref_prod);
+}
+
 TEST_CASE("a masked reduction reads only the kept elements") {
   std::atomic<long> calls{0};
   const index_t m = 64, n = 1000;

@@ -85,6 +85,25 @@ struct index_where<map_eval<R, C, F, A...>> {
 template <class E>
 using index_where_t = typename index_where<E>::type;
 
+// A where's branch chosen at compile time (Keep: the true one), as the where gives it: its map_eval
+// converts the branches first and the result after. The condition and the other branch go unused,
+// and the compiler drops them (arithmetic and loads). (A where deciding by a run-time bool kept
+// them: a causal softmax ran 4x slower, its exp loop no longer vectorised.)
+template <bool Keep>
+struct kept_branch {
+  static constexpr const char* name = "kept_branch";
+  static constexpr int flops = 0;
+  template <class C, class A, class B>
+  FUSE_HOST_DEVICE FUSE_INLINE constexpr auto operator()(C, A a, B b) const {
+    if constexpr (Keep) return a;
+    else return b;
+  }
+};
+template <bool Keep, class R, class C, class Cond, class A, class B>
+auto kept_where(const map_eval<R, C, fn::where, Cond, A, B>& w) {
+  return map_eval<R, C, kept_branch<Keep>, Cond, A, B>{kept_branch<Keep>{}, w.args};
+}
+
 // Is E constant along any row by its type (constants, row values, computations of them)?
 template <class E>
 inline constexpr bool row_constant_type_v = false;
@@ -98,8 +117,8 @@ template <class R, class C, class F, class... A>
 inline constexpr bool row_constant_type_v<map_eval<R, C, F, A...>> = (row_constant_type_v<A> && ...);
 
 // Which side a where W may keep: its true side unless only the true branch is constant by type,
-// its false side unless only the false branch is (so that a kernel compiles the kept loop once
-// where the types tell, twice where strides must).
+// its false side unless the false branch is (so that a kernel compiles the kept loop once where
+// the types tell, twice where strides must).
 template <class W>
 inline constexpr bool may_keep_true_v = !row_constant_type_v<std::remove_cvref_t<decltype(get<1>(std::declval<const W&>().args))>> ||
                                         row_constant_type_v<std::remove_cvref_t<decltype(get<2>(std::declval<const W&>().args))>>;
@@ -135,6 +154,7 @@ template <std::size_t R, class Ev>
 index_t index_stride(Ev ev) {
   index_t s = 0;
   if constexpr (is_affine_eval_v<Ev>) ev.for_each_tracker([&](const tracker& t) { s = t.stride[R - 1]; });
+  else (void)ev;
   return s;
 }
 
@@ -234,6 +254,20 @@ void condition_set(const Cond& cond, index_t b, index_t e, bool& prefix, bool& s
   }
 }
 
+// condition_set of the comparison c with the index first or second (index_first), compiled only
+// for the sides whose type is an index.
+template <bool Unit, class C>
+void compare_set(const C& c, bool index_first, index_t b, index_t e, bool& prefix, bool& suffix, index_t& t,
+                 index_t& below, index_t& above) {
+  constexpr bool x_index = is_affine_eval_v<std::remove_cvref_t<decltype(get<0>(c.args))>>;
+  constexpr bool y_index = is_affine_eval_v<std::remove_cvref_t<decltype(get<1>(c.args))>>;
+  if constexpr (x_index) {
+    if (index_first || !y_index) return condition_set<0, Unit>(c, b, e, prefix, suffix, t, below, above);
+  }
+  if constexpr (y_index) condition_set<1, Unit>(c, b, e, prefix, suffix, t, below, above);
+  else (void)index_first;
+}
+
 // The set where the index condition c holds, intersected into [lo, hi) (k: as index_sides).
 template <bool Unit, class C>
 void intersect_condition(const C& c, const row_mask& m, int& k, index_t b, index_t e, index_t& lo, index_t& hi) {
@@ -243,8 +277,7 @@ void intersect_condition(const C& c, const row_mask& m, int& k, index_t b, index
   } else {
     bool prefix = false, suffix = false;
     index_t t = 0, below = 0, above = 0;
-    if ((m.index_first >> k++) & 1u) condition_set<0, Unit>(c, b, e, prefix, suffix, t, below, above);
-    else condition_set<1, Unit>(c, b, e, prefix, suffix, t, below, above);
+    compare_set<Unit>(c, (m.index_first >> k++) & 1u, b, e, prefix, suffix, t, below, above);
     index_t l = below, h = above;  // an equality's
     if (prefix) l = b, h = t;
     if (suffix) l = t, h = e;
@@ -267,8 +300,7 @@ bool kept_interval(const Ev& ev, const row_mask& m, index_t b, index_t e, index_
   } else if constexpr (is_index_compare_v<C>) {  // one comparison (row_mask_of): its complement
     bool prefix = false, suffix = false;
     index_t t = 0, below = 0, above = 0;
-    if (m.index_first & 1u) condition_set<0, Unit>(cond, b, e, prefix, suffix, t, below, above);
-    else condition_set<1, Unit>(cond, b, e, prefix, suffix, t, below, above);
+    compare_set<Unit>(cond, m.index_first & 1u, b, e, prefix, suffix, t, below, above);
     if (prefix) lo = t;
     else if (suffix) hi = t;
     else lo = below, hi = above;  // not_equal kept where false: where equal

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <type_traits>
 
 #include "fuse/backend/cpu/prefetch.hpp"
@@ -195,22 +196,21 @@ struct phase_plan {
 };
 
 // reduce_range of operand over the row at idx with the mask's where replaced by its kept branch
-// (no condition evaluated per element), or as it is where the where is not found in it (bound
-// as a shared subtree).
+// (kept_where: no comparison per element, the branch converted as the where converts it), or as
+// it is where the where is not found in it (bound as a shared subtree).
 template <class Op, class Acc, bool Unit, class W, class Ev, std::size_t R, class Store>
 typename Op::template total_t<Acc> reduce_kept(const Ev& operand, bool keep_true, const index_t* idx, index_t lo,
                                                index_t hi, const stream_prefetch<R>& pf, row_copies<R>* copies, Store store) {
   if constexpr (occurrences<W, Ev>::value > 0) {
     const W& w = first_occurrence<W>(operand);
     if constexpr (may_keep_true_v<W>)
-      if (keep_true) return reduce_range<Op, Acc, Unit>(seeked(substitute<W>(operand, get<1>(w.args)), idx, copies), lo, hi, pf, store);
+      if (keep_true) return reduce_range<Op, Acc, Unit>(seeked(substitute<W>(operand, kept_where<true>(w)), idx, copies), lo, hi, pf, store);
     if constexpr (may_keep_false_v<W>)
-      if (!keep_true) return reduce_range<Op, Acc, Unit>(seeked(substitute<W>(operand, get<2>(w.args)), idx, copies), lo, hi, pf, store);
-    return reduce_range<Op, Acc, Unit>(seeked(operand, idx, copies), lo, hi, pf, store);  // not reached
+      if (!keep_true) return reduce_range<Op, Acc, Unit>(seeked(substitute<W>(operand, kept_where<false>(w)), idx, copies), lo, hi, pf, store);
   } else {
     (void)keep_true;
-    return reduce_range<Op, Acc, Unit>(seeked(operand, idx, copies), lo, hi, pf, store);
   }
+  return reduce_range<Op, Acc, Unit>(seeked(operand, idx, copies), lo, hi, pf, store);  // (not reached with a where)
 }
 
 // reduce_range of operand (unseeked) over the row at idx, or over its kept interval when the mask
@@ -228,7 +228,9 @@ typename Op::template total_t<Acc> reduce_masked(const Child& child, const row_m
     if (kept_interval<Unit>(c, m, begin, end, lo, hi) && (lo > begin || hi < end)) {
       const auto v = c.template at<Unit>(lo > begin ? begin : hi);  // a masked element's value
       const Acc a = static_cast<Acc>(v);
-      if (Op::combine(a, a) == a) {  // idempotent: once stands for any number of times
+      // Idempotent, bit for bit (-0 * -0 is +0): once stands for any number of times.
+      const Acc twice = Op::combine(a, a);
+      if (std::memcmp(&twice, &a, sizeof(Acc)) == 0) {
         if constexpr (!std::is_null_pointer_v<Store>) {
           for (index_t i = begin; i < lo; ++i) store[i] = v;
           for (index_t i = hi; i < end; ++i) store[i] = v;
