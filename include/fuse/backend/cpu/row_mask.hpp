@@ -3,18 +3,19 @@
 // A causal or padding mask, `where(iota<2>(s) <= iota<1>(s), x, -inf)` under a softmax, keeps an
 // interval of each row and puts a row constant (-inf) everywhere else. There the phase's operand
 // is one value v per row (the max phase's -inf, the sum phase's exp(-inf - max) = 0), and when v
-// is idempotent under the reduction (0 + 0 = 0, max(v, v) = v, 1 * 1 = 1) the masked elements
-// together contribute v once. So the phase reduces the kept interval, then combines v once: a
-// causal softmax reads and exponentiates half its rows, and the gather of a cross-entropy,
-// `sum(where(iota == label, z, 0))`, reads one element a row. (A v that is not idempotent, such
-// as the NaN of a row masked whole, exp(-inf - -inf), reduces the whole row as before.)
+// is idempotent under the reduction, bit for bit (0 + 0 = 0, max(v, v) = v, NaN + NaN = NaN), the
+// masked elements together contribute what one does. So the phase reduces the kept interval, then
+// combines v once: a causal softmax reads and exponentiates half its rows, and the gather of a
+// cross-entropy, `sum(where(iota == label, z, 0))`, reads one element a row. (A v that is not
+// idempotent, as 1 under a sum or -0 under a product, reduces the whole row as before.)
 //
 // Which phases qualify is decided per kernel (row_mask_of): the condition compares an index that
 // grows along the row with a value constant along it (`<`, `<=`, `>`, `>=`, `==`, or `!=` where
-// the mask keeps its false side), the masked branch and everything else in the operand outside
-// the where are constant along the row. The interval is found per row by binary search on the
-// index, then checked against the condition itself at its four edges; a row where that check
-// fails is reduced whole.
+// the mask keeps its false side), or is a conjunction of such comparisons kept where it holds; the
+// masked branch and everything else in the operand outside the where are constant along the row.
+// Per row the interval comes from a guess (the index's first two values) or a binary search, and
+// is checked against the condition itself at both sides of both edges; a row where that check
+// fails is reduced whole. Rows of 256 elements or fewer are not narrowed.
 #pragma once
 
 #include <cmath>
