@@ -67,7 +67,7 @@ Buf row_buffer(Buf buf, int b, index_t stride) {
 // phase Cached (>= 0) stores row b's operand at buf + b * buf_stride, and *source tells the
 // epilogue's cached_eval which row's buffer to read. copies: as seeked() (row_reduce.hpp).
 template <bool Unit, int Cached, class It, class Ev, class Buf, class Source>
-void run_batches(const It& it, index_t first, index_t last, const Ev& epilogue, const phase_plan* shared, bool stream,
+void run_batches(const It& it, index_t first, index_t last, const Ev& epilogue, const phase_plan* plans, bool stream,
                  stream_prefetch<It::rank>& pf, row_copies<It::rank>* copies, Buf buf, index_t buf_stride, Source source) {
   constexpr std::size_t R = It::rank;
   constexpr std::size_t P = It::phase_count > 0 ? It::phase_count : 1;
@@ -91,9 +91,9 @@ void run_batches(const It& it, index_t first, index_t last, const Ev& epilogue, 
           const auto& p = get<k>(phases[std::size_t(b)]);
           const auto total = [&] {
             if constexpr (int(k) == Cached)
-              return reduce_row<Unit>(p, shared[k], it.shape, it.inner_first, idx[b], 0, n, pf, copies, row_buffer(buf, b, buf_stride));
+              return reduce_row<Unit>(p, plans[k], it.shape, it.inner_first, idx[b], 0, n, pf, copies, row_buffer(buf, b, buf_stride));
             else
-              return reduce_row<Unit>(p, shared[k], it.shape, it.inner_first, idx[b], 0, n, pf, copies);
+              return reduce_row<Unit>(p, plans[k], it.shape, it.inner_first, idx[b], 0, n, pf, copies);
           }();
           write_slot(slots[b][PK::slot], PK::op::template finalize<typename PK::result_type>(total, p.count));
         }

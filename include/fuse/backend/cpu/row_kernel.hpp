@@ -65,7 +65,7 @@ int spread_pass(const It& it, bool stream) {
 // online (if not null): the online pair runs as one pass (row_online.hpp). copies: as seeked()
 // (row_reduce.hpp).
 template <bool Unit, int Cached = -1, class It, class Ev, class Phases, class Buf = std::nullptr_t>
-void run_row(const It& it, Ev& ev, Phases& phases, const phase_plan* shared, row_slot* slots, index_t* idx, bool stream,
+void run_row(const It& it, Ev& ev, Phases& phases, const phase_plan* plans, row_slot* slots, index_t* idx, bool stream,
              stream_prefetch<It::rank>& pf, row_prefetch<It::rank>* next, int spread, online_rows<It::rank>* online,
              row_copies<It::rank>* copies, Buf buf = nullptr) {
   constexpr std::size_t R = It::rank;
@@ -84,8 +84,8 @@ void run_row(const It& it, Ev& ev, Phases& phases, const phase_plan* shared, row
           copy_aliases_before(phases, slots, it.alias, int(k));
           // The buffer only where it is the pair's sum phase's: another phase's values are in it.
           const bool ran = [&] {
-            if constexpr (Cached == online_pair_v<Phases>.sum_phase) return run_online_pair<Unit>(it, phases, shared, slots, idx, pf, *online, copies, buf);
-            else return run_online_pair<Unit>(it, phases, shared, slots, idx, pf, *online, copies, nullptr);
+            if constexpr (Cached == online_pair_v<Phases>.sum_phase) return run_online_pair<Unit>(it, phases, plans, slots, idx, pf, *online, copies, buf);
+            else return run_online_pair<Unit>(it, phases, plans, slots, idx, pf, *online, copies, nullptr);
           }();
           if (ran) {
             paired = true;
@@ -101,8 +101,8 @@ void run_row(const It& it, Ev& ev, Phases& phases, const phase_plan* shared, row
       } else {
         pf.follow(int(k) == spread ? next : nullptr);
         const auto total = [&] {
-          if constexpr (int(k) == Cached) return reduce_row<Unit>(p, shared[k], it.shape, it.inner_first, idx, 0, n, pf, copies, buf);
-          else return reduce_row<Unit>(p, shared[k], it.shape, it.inner_first, idx, 0, n, pf, copies);
+          if constexpr (int(k) == Cached) return reduce_row<Unit>(p, plans[k], it.shape, it.inner_first, idx, 0, n, pf, copies, buf);
+          else return reduce_row<Unit>(p, plans[k], it.shape, it.inner_first, idx, 0, n, pf, copies);
         }();
         write_slot(slots[P::slot], P::op::template finalize<typename P::result_type>(total, p.count));
       }
@@ -138,8 +138,8 @@ template <bool Unit, int Cached, class It>
 void run_rows_with(const It& it, index_t first, index_t last, bool stream, bool online, copied_leaves copied) {
   constexpr std::size_t R = It::rank;
   auto phases = it.phases;
-  const auto phase_shared = phase_plans<R>(phases, it.alias, it.shape[R - 1]);
-  online = online && !any_masked(phase_shared);
+  const auto plans = phase_plans<R>(phases, it.alias, it.shape[R - 1]);
+  online = online && !any_masked(plans);
   const bool batched = !online && batches_rows(it);
   row_slot slots[It::phase_count > 0 ? It::phase_count : 1] = {};
   for_each(phases, [&](auto& p) { p.bind(slots); });
@@ -153,14 +153,14 @@ void run_rows_with(const It& it, index_t first, index_t last, bool stream, bool 
   if (copied.count > 0) copies = std::make_unique<row_copies<R>>(it.shape[R - 1], copied);
   auto rows = [&](const auto& epilogue, auto buf, index_t buf_stride, auto source) {
     with_shared(epilogue, plan_shared(epilogue, it.alias), [&](const auto& e) {
-      if (batched) return run_batches<Unit, Cached>(it, first, last, e, phase_shared.data(), stream, ahead, copies.get(), buf, buf_stride, source);
+      if (batched) return run_batches<Unit, Cached>(it, first, last, e, plans.data(), stream, ahead, copies.get(), buf, buf_stride, source);
       auto ev = e;
       ev.bind(slots);
       for (index_t o = first; o < last; ++o) {
         unflatten(o, it.shape, 0, it.inner_first, idx);
         const bool has_next = o + 1 < last && prefetch.size() > 0;
         if (has_next) unflatten(o + 1, it.shape, 0, it.inner_first, next), prefetch.seek(next);
-        run_row<Unit, Cached>(it, ev, phases, phase_shared.data(), slots, idx, stream, ahead, has_next ? &prefetch : nullptr,
+        run_row<Unit, Cached>(it, ev, phases, plans.data(), slots, idx, stream, ahead, has_next ? &prefetch : nullptr,
                               spread, online_state.get(), copies.get(), buf);
       }
     });
@@ -205,7 +205,7 @@ void run_rows(const It& it, index_t first, index_t last, bool reuse, bool stream
 // run_online_pair. (var(x) over a whole long vector, softmax of one long row: one pass over
 // memory, not two.)
 template <bool Unit, class It>
-bool run_split_online_pair(const It& it, int threads, row_slot* slots, const index_t* idx, const phase_plan* shared,
+bool run_split_online_pair(const It& it, int threads, row_slot* slots, const index_t* idx, const phase_plan* plans,
                            const stream_prefetch<It::rank>& long_rows) {
   constexpr std::size_t R = It::rank;
   using Phases = decltype(it.phases);
@@ -222,7 +222,7 @@ bool run_split_online_pair(const It& it, int threads, row_slot* slots, const ind
     std::copy(idx, idx + R, my_idx);
     stream_prefetch<R> ahead = long_rows;
     online_rows<R> state(it);
-    parts[std::size_t(t)] = online_pair_range<Unit>(phases, shared, mine.data(), my_idx, n * t / nt, n * (t + 1) / nt, ahead, state, nullptr, nullptr);
+    parts[std::size_t(t)] = online_pair_range<Unit>(phases, plans, mine.data(), my_idx, n * t / nt, n * (t + 1) / nt, ahead, state, nullptr, nullptr);
   }
   online_part all = parts[0];
   for (std::size_t t = 1; t < parts.size(); ++t)
@@ -241,8 +241,8 @@ void run_split_rows(const It& it, int threads, bool stream, bool online) {
   const index_t rows = it.rows();
   const index_t n = it.shape[R - 1];
   std::vector<row_slot> slots(It::phase_count > 0 ? It::phase_count : 1);
-  const auto phase_shared = phase_plans<R>(it.phases, it.alias, it.shape[R - 1]);
-  online = online && !any_masked(phase_shared);
+  const auto plans = phase_plans<R>(it.phases, it.alias, it.shape[R - 1]);
+  online = online && !any_masked(plans);
   const shared_plan epilogue_shared = plan_shared(it.eval, it.alias);
   const stream_prefetch<R> long_rows(it, it.unit, prefetch_max_row_bytes);  // each thread seeks a copy
   index_t idx[R] = {};
@@ -259,7 +259,7 @@ void run_split_rows(const It& it, int threads, bool stream, bool online) {
         // At the pair's turn: the phases before it are done (its operand may read them).
         if (online && int(k) == pair.max_phase) {
           copy_aliases_before(it.phases, slots.data(), it.alias, pair.max_phase);
-          paired = run_split_online_pair<Unit>(it, threads, slots.data(), idx, phase_shared.data(), long_rows);
+          paired = run_split_online_pair<Unit>(it, threads, slots.data(), idx, plans.data(), long_rows);
         }
       }
       if (paired && (int(k) == pair.max_phase || int(k) == pair.sum_phase)) {
@@ -279,7 +279,7 @@ void run_split_rows(const It& it, int threads, bool stream, bool online) {
           index_t my_idx[R];
           std::copy(idx, idx + R, my_idx);
           stream_prefetch<R> ahead = long_rows;
-          partial[t] = reduce_row<Unit>(p, phase_shared[k], it.shape, it.inner_first, my_idx, n * t / nt, n * (t + 1) / nt, ahead, nullptr);
+          partial[t] = reduce_row<Unit>(p, plans[k], it.shape, it.inner_first, my_idx, n * t / nt, n * (t + 1) / nt, ahead, nullptr);
         }
         Total total = P::op::template identity<Total>();
         for (int t = 0; t < threads; ++t) total = P::op::combine(total, partial[t]);

@@ -227,12 +227,15 @@ index_t index_guess(index_t b, index_t e, Index index, C c, int at) {
   }
 }
 
-// The set where the condition holds, for the index as operand I of the comparison: [b, t) (a
-// prefix), [t, e) (a suffix) or, for an equality, [below, above); kept_interval takes it or its
-// complement.
+// Where a comparison holds along [b, e): [lo, hi), or for not_equal everywhere else.
+struct compare_span {
+  index_t lo, hi;
+  bool outside = false;  // not_equal: it holds outside [lo, hi) (where the equality does not)
+};
+
+// The span of the comparison cond with the index as its operand I.
 template <std::size_t I, bool Unit, class Cond>
-void condition_set(const Cond& cond, index_t b, index_t e, bool& prefix, bool& suffix, index_t& t, index_t& below,
-                   index_t& above) {
+compare_span condition_span(const Cond& cond, index_t b, index_t e) {
   using Cv = typename Cond::convert;
   using F = std::remove_cvref_t<decltype(cond.f)>;
   // g(i), the index, and c, the value it is compared with, as the comparison converts them.
@@ -241,49 +244,45 @@ void condition_set(const Cond& cond, index_t b, index_t e, bool& prefix, bool& s
   auto raw = [&](index_t i) { return index.template at<Unit>(i); };
   auto g = [&](index_t i) { return Cv::template apply<I>(raw(i)); };
   // g does not decrease along the row: g < c on [b, below), g > c on [above, e).
-  below = first_where(b, e, index_guess(b, e, raw, c, 0), [&](index_t i) { return !fn::less{}(g(i), c); });
-  above = first_where(below, e, index_guess(below, e, raw, c, 1), [&](index_t i) { return fn::less{}(c, g(i)); });
+  const index_t below = first_where(b, e, index_guess(b, e, raw, c, 0), [&](index_t i) { return !fn::less{}(g(i), c); });
+  const index_t above = first_where(below, e, index_guess(below, e, raw, c, 1), [&](index_t i) { return fn::less{}(c, g(i)); });
   constexpr bool lt = std::is_same_v<F, fn::less>, le = std::is_same_v<F, fn::less_equal>;
   constexpr bool gt = std::is_same_v<F, fn::greater>, ge = std::is_same_v<F, fn::greater_equal>;
   if constexpr (lt || le || gt || ge) {
     // Index first: g < c holds on [b, below), g <= c on [b, above), g > c on [above, e), g >= c on
     // [below, e). Index second: c < g is g > c, c <= g is g >= c, and so on.
-    prefix = I == 0 ? (lt || le) : (gt || ge);
-    suffix = !prefix;
-    const bool strict = lt || gt;
-    t = prefix == strict ? below : above;
+    const bool prefix = I == 0 ? (lt || le) : (gt || ge);
+    const index_t t = prefix == (lt || gt) ? below : above;
+    return prefix ? compare_span{b, t} : compare_span{t, e};
+  } else {
+    return {below, above, std::is_same_v<F, fn::not_equal>};
   }
 }
 
-// condition_set of the comparison c with the index first or second (index_first), compiled only
-// for the sides whose type is an index.
+// condition_span with the index first or second (index_first), compiled only for the sides whose
+// type is an index.
 template <bool Unit, class C>
-void compare_set(const C& c, bool index_first, index_t b, index_t e, bool& prefix, bool& suffix, index_t& t,
-                 index_t& below, index_t& above) {
+compare_span compare_span_of(const C& c, bool index_first, index_t b, index_t e) {
   constexpr bool x_index = is_affine_eval_v<std::remove_cvref_t<decltype(get<0>(c.args))>>;
   constexpr bool y_index = is_affine_eval_v<std::remove_cvref_t<decltype(get<1>(c.args))>>;
   if constexpr (x_index) {
-    if (index_first || !y_index) return condition_set<0, Unit>(c, b, e, prefix, suffix, t, below, above);
+    if (index_first || !y_index) return condition_span<0, Unit>(c, b, e);
   }
-  if constexpr (y_index) condition_set<1, Unit>(c, b, e, prefix, suffix, t, below, above);
-  else (void)index_first;
+  if constexpr (y_index) return condition_span<1, Unit>(c, b, e);
+  else return (void)index_first, compare_span{b, e};  // not reached (is_index_compare_v)
 }
 
-// The set where the index condition c holds, intersected into [lo, hi) (k: as index_sides).
+// The set where the index condition c holds (kept where true: no not_equal in it), intersected
+// into [lo, hi) (k: as index_sides).
 template <bool Unit, class C>
 void intersect_condition(const C& c, const row_mask& m, int& k, index_t b, index_t e, index_t& lo, index_t& hi) {
   if constexpr (std::is_same_v<std::remove_cvref_t<decltype(c.f)>, fn::logical_and>) {
     intersect_condition<Unit>(get<0>(c.args), m, k, b, e, lo, hi);
     intersect_condition<Unit>(get<1>(c.args), m, k, b, e, lo, hi);
   } else {
-    bool prefix = false, suffix = false;
-    index_t t = 0, below = 0, above = 0;
-    compare_set<Unit>(c, (m.index_first >> k++) & 1u, b, e, prefix, suffix, t, below, above);
-    index_t l = below, h = above;  // an equality's
-    if (prefix) l = b, h = t;
-    if (suffix) l = t, h = e;
-    lo = std::max(lo, l);
-    hi = std::max(lo, std::min(hi, h));
+    const compare_span s = compare_span_of<Unit>(c, (m.index_first >> k++) & 1u, b, e);
+    lo = std::max(lo, s.lo);
+    hi = std::max(lo, std::min(hi, s.hi));
   }
 }
 
@@ -298,13 +297,11 @@ bool kept_interval(const Ev& ev, const row_mask& m, index_t b, index_t e, index_
   if (m.keep_true) {
     int k = 0;
     intersect_condition<Unit>(cond, m, k, b, e, lo, hi);
-  } else if constexpr (is_index_compare_v<C>) {  // one comparison (row_mask_of): its complement
-    bool prefix = false, suffix = false;
-    index_t t = 0, below = 0, above = 0;
-    compare_set<Unit>(cond, m.index_first & 1u, b, e, prefix, suffix, t, below, above);
-    if (prefix) lo = t;
-    else if (suffix) hi = t;
-    else lo = below, hi = above;  // not_equal kept where false: where equal
+  } else if constexpr (is_index_compare_v<C>) {  // one comparison (row_mask_of): where it does not hold
+    const compare_span s = compare_span_of<Unit>(cond, m.index_first & 1u, b, e);
+    if (s.outside) lo = s.lo, hi = s.hi;  // not_equal: where equal
+    else if (s.lo == b) lo = s.hi;        // a prefix (row_mask_of excludes equal): the rest
+    else hi = s.lo;                       // a suffix
   } else {
     return false;
   }

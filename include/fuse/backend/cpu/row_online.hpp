@@ -167,7 +167,7 @@ auto shift_writer(row_slot* slots) {
 // The pair's one pass over elements [begin, end) of the row at idx, the phases bound to slots
 // (the running shift is written there); softmax with buf also stores each block's exp(x - m_b).
 template <bool Unit, class Phases, std::size_t R, class Buf>
-online_part online_pair_range(const Phases& phases, const phase_plan* shared, row_slot* slots, const index_t* idx,
+online_part online_pair_range(const Phases& phases, const phase_plan* plans, row_slot* slots, const index_t* idx,
                               index_t begin, index_t end, stream_prefetch<R>& pf, online_rows<R>& state,
                               std::type_identity_t<row_copies<R>>* copies, Buf buf) {
   constexpr online_pair_t pair = online_pair<Phases>();
@@ -178,8 +178,8 @@ online_part online_pair_range(const Phases& phases, const phase_plan* shared, ro
   using PJ = std::remove_cvref_t<decltype(pj)>;
   const auto set_shift = shift_writer<Phases>(slots);
   online_part part;
-  with_shared(pk.child, shared[k0].shared, [&](const auto& first_operand) {
-    with_shared(pj.child, shared[j].shared, [&](const auto& second_operand) {
+  with_shared(pk.child, plans[k0].shared, [&](const auto& first_operand) {
+    with_shared(pj.child, plans[j].shared, [&](const auto& second_operand) {
       const auto a = seeked(first_operand, idx, copies);
       const auto e = seeked(second_operand, idx, copies);
       pf.seek(idx);
@@ -199,14 +199,14 @@ online_part online_pair_range(const Phases& phases, const phase_plan* shared, ro
 // Not inlined: it runs once per long row, and inlined it would only add to run_row, whose other
 // path serves short rows (layer norm [16384, 1024]: no difference measured either way).
 template <bool Unit, class It, class Phases, class Buf>
-FUSE_NOINLINE bool run_online_pair(const It& it, Phases& phases, const phase_plan* shared, row_slot* slots, const index_t* idx,
+FUSE_NOINLINE bool run_online_pair(const It& it, Phases& phases, const phase_plan* plans, row_slot* slots, const index_t* idx,
                                    stream_prefetch<It::rank>& pf, online_rows<It::rank>& state, row_copies<It::rank>* copies,
                                    Buf buf) {
   constexpr online_pair_t pair = online_pair<Phases>();
   using PK = phase_at_t<Phases, std::size_t(pair.max_phase)>;
   using PJ = phase_at_t<Phases, std::size_t(pair.sum_phase)>;
   const index_t n = it.shape[It::rank - 1];
-  const online_part part = online_pair_range<Unit>(phases, shared, slots, idx, 0, n, pf, state, copies, buf);
+  const online_part part = online_pair_range<Unit>(phases, plans, slots, idx, 0, n, pf, state, copies, buf);
   return finish_online<pair.kind, PK, PJ>(part, n, shift_writer<Phases>(slots), slots);
 }
 
