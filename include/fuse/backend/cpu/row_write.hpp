@@ -36,7 +36,10 @@ void write_row(const It& it, Ev& ev, index_t* idx, index_t begin, index_t end, b
   using T = std::remove_pointer_t<decltype(it.out)>;
   if (it.root_reduction) {
     if (begin != 0) return;
-    for (std::size_t d = it.inner_first; d < R; ++d) idx[d] = 0;
+    // Over every axis with a test, not from inner_first: g++ 12 tuned for Zen made that a `rep stos`
+    // per row (var over rows of 64 floats, one thread in L2, Zen 3: 1.19 -> 1.10 ns per element).
+    for (std::size_t d = 0; d < R; ++d)
+      if (d >= it.inner_first) idx[d] = 0;
     ev.seek(idx);
     it.out[row_offset<R>(it.out_stride, idx)] = static_cast<T>(ev.template at<Unit>(0));
     return;
