@@ -174,12 +174,10 @@ FUSE_INLINE Ev seeked(const Ev& ev, const index_t* idx, row_copies<R>* copies) {
 }
 
 // Reduces elements [begin, end) of the current row of ev with Op, block by block (float sums in
-// float lanes per block of block_elements, blocks combined in double). ev by value, a private
-// copy: its members (row pointers, per-row constants) cannot alias anything written; callers
-// that have just seeked pass seeked(...), which builds it in place.
-template <class Op, class Acc, bool Unit, class Ev, std::size_t R, class Store = std::nullptr_t>
-typename Op::template total_t<Acc> reduce_range(const Ev ev, index_t begin, index_t end, const stream_prefetch<R>& pf,
-                                                Store store = nullptr) {
+// float lanes per block of block_elements, blocks combined in double).
+template <class Op, class Acc, bool Unit, class Ev, std::size_t R, class Store>
+FUSE_INLINE typename Op::template total_t<Acc> reduce_blocks(const Ev& ev, index_t begin, index_t end,
+                                                             const stream_prefetch<R>& pf, Store store) {
   using Total = typename Op::template total_t<Acc>;
   Total total = Op::template identity<Total>();
   for (index_t b = begin; b < end; b += block_elements) {
@@ -197,6 +195,26 @@ typename Op::template total_t<Acc> reduce_range(const Ev ev, index_t begin, inde
   return total;
 }
 
+// reduce_blocks over a row ev is already seeked to. ev by value, a private copy: its members (row
+// pointers, per-row constants) cannot alias anything written.
+template <class Op, class Acc, bool Unit, class Ev, std::size_t R, class Store = std::nullptr_t>
+typename Op::template total_t<Acc> reduce_range(const Ev ev, index_t begin, index_t end, const stream_prefetch<R>& pf,
+                                                Store store = nullptr) {
+  return reduce_blocks<Op, Acc, Unit>(ev, begin, end, pf, store);
+}
+
+// reduce_blocks over the row at idx of ev (unseeked, by value: the private copy is seeked here,
+// in place). Passing seeked(ev, ...) by value instead made the caller copy the evaluator into the
+// argument area right after seek() had stored its row pointer: wide loads of narrower stores,
+// which store-to-load forwarding cannot serve (perf, softmax over rows of 8 floats on Zen 3: 59%
+// of the max phase's own samples on that copy).
+template <class Op, class Acc, bool Unit, class Ev, std::size_t R, class Store>
+typename Op::template total_t<Acc> reduce_row_at(Ev ev, const index_t* idx, row_copies<R>* copies, index_t begin,
+                                                 index_t end, const stream_prefetch<R>& pf, Store store) {
+  seek_row(ev, idx, copies);
+  return reduce_blocks<Op, Acc, Unit>(ev, begin, end, pf, store);
+}
+
 // What a row kernel decides once about each phase: its operand's shared subtrees
 // (shared_subtree.hpp) and its mask (row_mask.hpp).
 struct phase_plan {
@@ -204,7 +222,7 @@ struct phase_plan {
   row_mask mask;
 };
 
-// reduce_range of operand over the row at idx with the mask's where replaced by its kept branch
+// reduce_row_at of operand over the row at idx with the mask's where replaced by its kept branch
 // (kept_where: no comparison per element, the branch converted as the where converts it), or as
 // it is where the where is not found in it (bound as a shared subtree).
 template <class Op, class Acc, bool Unit, class W, class Ev, std::size_t R, class Store>
@@ -213,16 +231,16 @@ typename Op::template total_t<Acc> reduce_kept(const Ev& operand, bool keep_true
   if constexpr (occurrences<W, Ev>::value > 0) {
     const W& w = first_occurrence<W>(operand);
     if constexpr (may_keep_true_v<W>)
-      if (keep_true) return reduce_range<Op, Acc, Unit>(seeked(substitute<W>(operand, kept_where<true>(w)), idx, copies), lo, hi, pf, store);
+      if (keep_true) return reduce_row_at<Op, Acc, Unit>(substitute<W>(operand, kept_where<true>(w)), idx, copies, lo, hi, pf, store);
     if constexpr (may_keep_false_v<W>)
-      if (!keep_true) return reduce_range<Op, Acc, Unit>(seeked(substitute<W>(operand, kept_where<false>(w)), idx, copies), lo, hi, pf, store);
+      if (!keep_true) return reduce_row_at<Op, Acc, Unit>(substitute<W>(operand, kept_where<false>(w)), idx, copies, lo, hi, pf, store);
   } else {
     (void)keep_true;
   }
-  return reduce_range<Op, Acc, Unit>(seeked(operand, idx, copies), lo, hi, pf, store);  // (not reached with a where)
+  return reduce_row_at<Op, Acc, Unit>(operand, idx, copies, lo, hi, pf, store);  // (not reached with a where)
 }
 
-// reduce_range of operand (unseeked) over the row at idx, or over its kept interval when the mask
+// reduce_row_at of operand (unseeked) over the row at idx, or over its kept interval when the mask
 // m allows (row_mask.hpp): the masked elements' one value v combined once, and stored where the
 // row buffer wants it. child: the phase's operand as written (operand may have shared subtrees
 // bound, the where among them).
@@ -250,7 +268,7 @@ typename Op::template total_t<Acc> reduce_masked(const Child& child, const row_m
       }
     }
   }
-  return reduce_range<Op, Acc, Unit>(seeked(operand, idx, copies), begin, end, pf, store);
+  return reduce_row_at<Op, Acc, Unit>(operand, idx, copies, begin, end, pf, store);
 }
 
 // Phase p over elements [begin, end) of the row at idx; plan: its phase_plan; copies: as seeked().
@@ -271,7 +289,7 @@ auto reduce_row(const Phase& p, const phase_plan& plan, const index_t* shape, st
       pf.seek(idx);
       // store: one sub-row
       if (plan.mask.on) total = Op::combine(total, reduce_masked<Op, Acc, Unit>(p.child, plan.mask, operand, idx, begin, end, pf, copies, store));
-      else total = Op::combine(total, reduce_range<Op, Acc, Unit>(seeked(operand, idx, copies), begin, end, pf, store));
+      else total = Op::combine(total, reduce_row_at<Op, Acc, Unit>(operand, idx, copies, begin, end, pf, store));
     }
   });
   return total;
