@@ -571,3 +571,17 @@ TEST_CASE("broadcast: a hoisted row operand in a streamed output (16 MiB and mor
   fuse::assign(fuse::cpu{.threads = 2}, out, big * fuse::exp(b));
   check_all(out, [&](const shape<2>& i) { return double(big(i[0], i[1])) * std::exp(double(b(i[1]))); }, 1e-5);
 }
+
+TEST_CASE("broadcast: an arithmetic-bound expression into a large output (16 MiB and more)", "[core][broadcast][large]") {
+  // Below AVX-512 an expression of FUSE_STREAMING_MAX_FLOPS flops an element or more writes a
+  // large output with ordinary stores (executor.hpp); a cheap one streams. Both into a
+  // destination one float off its alignment.
+  auto big = random_tensor<float, 2>({1024, 4099}, 630);
+  auto b = random_tensor<float, 1>({4099}, 631);
+  std::vector<float> buf(std::size_t(1024) * 4099 + 1);
+  auto out = fuse::view(buf.data() + 1, index_t(1024), index_t(4099));
+  fuse::assign(fuse::cpu{.threads = 2}, out, fuse::erf(big + b));
+  check_all(out, [&](const shape<2>& i) { return std::erf(double(big(i[0], i[1])) + b(i[1])); }, 1e-5, 1e-6);
+  fuse::assign(fuse::cpu{.threads = 2}, out, big - b);
+  check_all(out, [&](const shape<2>& i) { return double(big(i[0], i[1])) - b(i[1]); });
+}

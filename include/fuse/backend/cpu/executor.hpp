@@ -52,6 +52,23 @@ inline constexpr index_t min_elements_per_thread = FUSE_MIN_ELEMENTS_PER_THREAD;
 #endif
 inline constexpr std::size_t streaming_store_bytes = FUSE_STREAMING_STORE_BYTES;
 
+// ...unless the expression's arithmetic, not its memory, sets the pace: on AVX2 (Zen 3, 2
+// threads, [8192, 4096] + a row, docs/design.md "Streaming stores") erf, gelu_erf and gelu of
+// x + b ran 11%, 18% and 4% faster with ordinary stores, while exp, tanh and sigmoid (11-13
+// flops an element) and cheaper expressions ran faster streamed. So below 64-byte vectors an
+// expression of this many flops an element or more (as written: flops_of) stores normally.
+// AVX-512 machines keep streaming everything: no numbers from them yet. Override with
+// -DFUSE_STREAMING_MAX_FLOPS=n.
+#ifndef FUSE_STREAMING_MAX_FLOPS
+#if FUSE_STREAM_BYTES >= 64
+#define FUSE_STREAMING_MAX_FLOPS (1 << 30)
+#else
+#define FUSE_STREAMING_MAX_FLOPS 15
+#endif
+#endif
+template <class Ev>
+inline constexpr bool streams_by_flops = flops_of<Ev>::value < FUSE_STREAMING_MAX_FLOPS;
+
 // row[j] = ev.at(j) for j in [i, stop): computed into an L1 buffer by the vectorised loop, then
 // streamed out 64-byte line by line; the unaligned head and the tail use ordinary stores. pf: the
 // row's inputs, asked for ahead of each chunk.
@@ -176,7 +193,7 @@ void run_cpu(const cpu& exec, const It& it) {
     const index_t b = chunk_begin(n, t, nt), e = chunk_begin(n, t + 1, nt);
     using T = std::remove_pointer_t<decltype(it.out)>;
     auto run_contiguous = [&](const auto& ev, bool tiled = false) {
-      if constexpr (can_stream_v<T>) {
+      if constexpr (can_stream_v<T> && streams_by_flops<std::remove_cvref_t<decltype(it.eval)>>) {
         if (std::size_t(n) * sizeof(T) >= streaming_store_bytes) {
           run_range<true, true>(it, ev, b, e, tiled);
           stream_fence();  // before the join
