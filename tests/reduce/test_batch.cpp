@@ -21,7 +21,8 @@ TEST_CASE("batched short rows: softmax, layer norm and rms norm per row, any row
   static_assert(batch_limit >= 64, "the sizes below expect rows of 64 to be batched");
   for (int threads : {1, 2}) {
     const fuse::cpu exec{.threads = threads};
-    for (index_t n : {index_t(1), index_t(7), index_t(64), batch_limit, batch_limit + 1}) {
+    // 1-31: rows shorter than the lanes (softmax's sum folds 8, 16 or 32 values pairwise)
+    for (index_t n : {index_t(1), index_t(7), index_t(13), index_t(24), index_t(31), index_t(64), batch_limit, batch_limit + 1}) {
       for (index_t m : {1, 2, 3, 5, 8, 9, 13, 1027}) {
         if (m == 1027 && n != 64) continue;  // [1027, 64]: large enough to split across threads (513 + 514 rows)
         CAPTURE(threads, n, m);
