@@ -77,12 +77,13 @@ Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean, c
     // [16384, 8], one thread: ~90 ns a row against ~18 for a hand-written loop). One exact
     // accumulator, in order; Finite as below (the exact combine is a branch on each element, which
     // random data mispredicts: a router's softmax over 8 experts, 1.7x).
-    // A float sum of a costly operand (softmax's exp over 8 experts) computes the values into a
+    // A float sum of a costly operand (one that computes: !streams_by_itself, prefetch.hpp;
+    // softmax's exp over 8 experts) computes the values into a
     // buffer, then adds them pairwise: the vectorised loop's values no longer wait on one
     // in-order add each (Zen 3, one thread, softmax over rows of 8 / 16 / 24 floats: 64 -> 54,
     // 76 -> 63, 90 -> 71 ns a row). Cheap operands keep the in-order add: buffered, layer norm
     // and rms_norm over such rows lost 5-44%.
-    if constexpr (std::is_floating_point_v<Acc> && std::is_base_of_v<sum_op, Op> && flops_of<Ev>::value >= 8) {
+    if constexpr (std::is_floating_point_v<Acc> && std::is_base_of_v<sum_op, Op> && !streams_by_itself<Ev>) {
       Acc buf[W];
       FUSE_SIMD_LOOP
       for (int l = 0; l < W; ++l) buf[l] = lane_identity<Op, Acc>();
@@ -192,11 +193,12 @@ FUSE_INLINE Ev seeked(const Ev& ev, const index_t* idx, row_copies<R>* copies) {
   return e;
 }
 
-// Reduces elements [begin, end) of the current row of ev with Op, block by block (float sums in
-// float lanes per block of block_elements, blocks combined in double).
-template <class Op, class Acc, bool Unit, class Ev, std::size_t R, class Store>
-FUSE_INLINE typename Op::template total_t<Acc> reduce_blocks(const Ev& ev, index_t begin, index_t end,
-                                                             const stream_prefetch<R>& pf, Store store) {
+// Reduces elements [begin, end) of the current row of ev (already seeked: a private copy, whose
+// members cannot alias anything written) with Op, block by block (float sums in float lanes per
+// block of block_elements, blocks combined in double).
+template <class Op, class Acc, bool Unit, class Ev, std::size_t R, class Store = std::nullptr_t>
+FUSE_INLINE typename Op::template total_t<Acc> reduce_range(const Ev& ev, index_t begin, index_t end,
+                                                            const stream_prefetch<R>& pf, Store store = nullptr) {
   using Total = typename Op::template total_t<Acc>;
   Total total = Op::template identity<Total>();
   for (index_t b = begin; b < end; b += block_elements) {
@@ -214,15 +216,7 @@ FUSE_INLINE typename Op::template total_t<Acc> reduce_blocks(const Ev& ev, index
   return total;
 }
 
-// reduce_blocks over a row ev is already seeked to. ev by value, a private copy: its members (row
-// pointers, per-row constants) cannot alias anything written.
-template <class Op, class Acc, bool Unit, class Ev, std::size_t R, class Store = std::nullptr_t>
-typename Op::template total_t<Acc> reduce_range(const Ev ev, index_t begin, index_t end, const stream_prefetch<R>& pf,
-                                                Store store = nullptr) {
-  return reduce_blocks<Op, Acc, Unit>(ev, begin, end, pf, store);
-}
-
-// reduce_blocks over the row at idx of ev (unseeked, by value: the private copy is seeked here,
+// reduce_range over the row at idx of ev (unseeked, by value: the private copy is seeked here,
 // in place). Passing seeked(ev, ...) by value instead made the caller copy the evaluator into the
 // argument area right after seek() had stored its row pointer: wide loads of narrower stores,
 // which store-to-load forwarding cannot serve (perf, softmax over rows of 8 floats on Zen 3: 59%
@@ -231,7 +225,7 @@ template <class Op, class Acc, bool Unit, class Ev, std::size_t R, class Store>
 typename Op::template total_t<Acc> reduce_row_at(Ev ev, const index_t* idx, row_copies<R>* copies, index_t begin,
                                                  index_t end, const stream_prefetch<R>& pf, Store store) {
   seek_row(ev, idx, copies);
-  return reduce_blocks<Op, Acc, Unit>(ev, begin, end, pf, store);
+  return reduce_range<Op, Acc, Unit>(ev, begin, end, pf, store);
 }
 
 // What a row kernel decides once about each phase: its operand's shared subtrees
