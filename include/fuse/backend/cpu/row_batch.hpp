@@ -76,6 +76,9 @@ void run_batches(const It& it, index_t first, index_t last, const Ev& epilogue, 
   auto phases = bound_copies(it.phases, slots, std::make_index_sequence<row_batch>{});
   auto evs = bound_copies(epilogue, slots, std::make_index_sequence<row_batch>{});
   const index_t n = it.shape[R - 1];
+  bool plain[P] = {};  // reduce_plain_row for phase k
+  for (std::size_t k = 0; k < Phases::size; ++k) plain[k] = plain_row<R>(plans[k], it.inner_first, copies);
+  const bool plain_writes = plain_rows_written(it, copies);
   index_t idx[row_batch][R] = {};
   for (index_t o = first; o < last; o += row_batch) {
     const int count = int(std::min<index_t>(row_batch, last - o));
@@ -90,10 +93,13 @@ void run_batches(const It& it, index_t first, index_t last, const Ev& epilogue, 
           }
           const auto& p = get<k>(phases[std::size_t(b)]);
           const auto total = [&] {
-            if constexpr (int(k) == Cached)
+            if constexpr (int(k) == Cached) {
+              if (plain[k]) return reduce_plain_row<Unit>(p, idx[b], n, pf, row_buffer(buf, b, buf_stride));
               return reduce_row<Unit>(p, plans[k], it.shape, it.inner_first, idx[b], 0, n, pf, copies, row_buffer(buf, b, buf_stride));
-            else
+            } else {
+              if (plain[k]) return reduce_plain_row<Unit>(p, idx[b], n, pf);
               return reduce_row<Unit>(p, plans[k], it.shape, it.inner_first, idx[b], 0, n, pf, copies);
+            }
           }();
           write_slot(slots[b][PK::slot], PK::op::template finalize<typename PK::result_type>(total, p.count));
         }
@@ -102,7 +108,8 @@ void run_batches(const It& it, index_t first, index_t last, const Ev& epilogue, 
     }(std::make_index_sequence<Phases::size>{});
     for (int b = 0; b < count; ++b) {
       if constexpr (Cached >= 0) *source = row_buffer(buf, b, buf_stride);
-      write_row<Unit>(it, evs[std::size_t(b)], idx[b], 0, n, stream, pf, copies);
+      if (plain_writes) write_plain_row(it, evs[std::size_t(b)], idx[b], n, stream, pf);
+      else write_row<Unit>(it, evs[std::size_t(b)], idx[b], 0, n, stream, pf, copies);
     }
   }
 }
