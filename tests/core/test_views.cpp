@@ -186,6 +186,9 @@ TEST_CASE("reshape: non-contiguous sources and wrong sizes throw shape_error", "
   CHECK_THROWS_AS(fuse::reshape(fuse::view(buf.data(), shape<1>{20}, shape<1>{2}), 20), fuse::shape_error);
   CHECK_THROWS_AS(fuse::reshape(x, 7, 20), fuse::shape_error);
   CHECK_THROWS_AS(fuse::reshape(x, fuse::dyn, 7), fuse::shape_error);
+  // The message names the shape as asked for, not with the truncated quotient 120 / 7 = 17.
+  CHECK_THROWS_WITH(fuse::reshape(x, fuse::dyn, 7), Catch::Matchers::Contains("as [-1, 7] (fuse::dyn at axis 0)") &&
+                                                        Catch::Matchers::Contains("120 elements are not a multiple of 7"));
   CHECK_THROWS_AS(fuse::reshape(x, fuse::dyn, fuse::dyn), fuse::shape_error);
   CHECK_THROWS_WITH(fuse::reshape(x, -2, -60), Catch::Matchers::Contains("[-2, -60]"));
 

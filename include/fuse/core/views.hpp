@@ -125,6 +125,10 @@ constexpr auto reshape(V&& v, I... e) {
   if (inferred >= 0) {
     if (known == 0)  // NumPy: "the unspecified dimension size -1 can be any value and is ambiguous"
       throw shape_error("fuse::reshape: fuse::dyn (-1) in " + detail::format_shape(s) + " is ambiguous beside an extent of 0");
+    if (total % known != 0)  // the shape as asked for: the truncated quotient would be an extent nobody wrote
+      throw shape_error("fuse::reshape: cannot view " + detail::format_shape(shape) + " as " + detail::format_shape(s) +
+                        " (fuse::dyn at axis " + std::to_string(inferred) + "): " + std::to_string(total) +
+                        " elements are not a multiple of " + std::to_string(known));
     s[inferred] = total / known;
   }
   if (shape_size(s) != total)
