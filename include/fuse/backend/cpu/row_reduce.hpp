@@ -53,6 +53,53 @@ FUSE_INLINE constexpr Acc lane_identity() {
   else return Op::template identity<Acc>();
 }
 
+// The lanes reduce_block folds (two 64-byte registers).
+template <class Acc>
+inline constexpr int block_lanes = sizeof(Acc) >= 8 ? 16 : 32;
+
+// reduce_block of a range shorter than its lanes (softmax over 8 experts, rows of 3 coordinates):
+// no vector iteration would run, and setting up and folding 3 * W lanes cost more than the row
+// (layer norm of [16384, 8], one thread: ~90 ns a row against ~18 for a hand-written loop). One
+// exact accumulator, in order; Finite as reduce_block (the exact combine is a branch on each
+// element, which random data mispredicts: a router's softmax over 8 experts, 1.7x).
+// A float sum of a costly operand (one that computes: !streams_by_itself, prefetch.hpp; softmax's
+// exp over 8 experts) computes the values into a buffer, then adds them pairwise: the vectorised
+// loop's values no longer wait on one in-order add each (Zen 3, one thread, softmax over rows of
+// 8 / 16 / 24 floats: 64 -> 54, 76 -> 63, 90 -> 71 ns a row). Cheap operands keep the in-order
+// add: buffered, layer norm and rms_norm over such rows lost 5-44%.
+// Inline: reduce_range calls it directly for cheap operands (no call, nothing passed through
+// memory; Zen 3, one thread, rows of 8 / 16 / 24 floats: layer norm 38 / 45 / 53 -> 31-35 / 40 /
+// 47 ns a row, rms_norm 18 -> 16 over rows of 8, softmax, whose max phase is cheap, 40 / 47 / 57 ->
+// 36 / 43 / 52); a costly operand's stays behind reduce_block's call (inlined too, softmax's sum
+// of exp made the caller slower: 40 -> 47 ns a row over rows of 8).
+template <class Op, class Acc, bool Unit, bool Finite, class Ev, class Store>
+FUSE_INLINE Acc reduce_short_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean) {
+  constexpr int W = block_lanes<Acc>;
+  if constexpr (std::is_floating_point_v<Acc> && std::is_base_of_v<sum_op, Op> && !streams_by_itself<Ev>) {
+    Acc buf[W];
+    FUSE_SIMD_LOOP
+    for (int l = 0; l < W; ++l) buf[l] = lane_identity<Op, Acc>();
+    for (index_t i = b; i < e; ++i) {
+      const auto v = ev.template at<Unit>(i);
+      if constexpr (!std::is_null_pointer_v<Store>) store[i] = v;
+      buf[i - b] = static_cast<Acc>(v);
+    }
+    const auto add = [](Acc x, Acc y) { return x + y; };
+    if (e - b <= 8) return fold_pairwise<8>(buf, add);
+    if (e - b <= 16) return fold_pairwise<16>(buf, add);
+    return fold_pairwise<W>(buf, add);
+  }
+  Acc a = Op::template identity<Acc>(), sum = Acc(0);
+  for (index_t i = b; i < e; ++i) {
+    const auto v = ev.template at<Unit>(i);
+    if constexpr (!std::is_null_pointer_v<Store>) store[i] = v;
+    if constexpr (Finite) a = Op::finite_combine(a, static_cast<Acc>(v)), sum += static_cast<Acc>(v);
+    else a = Op::combine(a, static_cast<Acc>(v));
+  }
+  if constexpr (Finite) clean = sum == sum;  // false for NaN
+  return a;
+}
+
 // Elements [b, e) of the current row folded with Op (W lanes, so that the compiler vectorises and
 // the latency of combine is hidden); with a buffer, also stores each element there (for the
 // epilogue, see row_cache.hpp). Finite: combines with Op::finite_combine and sums v on the side
@@ -63,7 +110,7 @@ FUSE_INLINE constexpr Acc lane_identity() {
 // reduced twice. pf asks for the row's long inputs ahead (prefetch.hpp).
 template <class Op, class Acc, bool Unit, bool Finite, class Ev, class Store, std::size_t R>
 Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean, const stream_prefetch<R>& pf) {
-  constexpr int W = sizeof(Acc) >= 8 ? 16 : 32;  // two 64-byte registers of lanes
+  constexpr int W = block_lanes<Acc>;
   // Float sums, means and products (the ops whose blocks combine in double): each lane's total of a
   // chunk of 8 * W elements moves into `chunks`, so that no accumulator takes more than 16
   // operations in a row (at the default block of 4096 floats: 8 per chunk, then 16 chunk totals;
@@ -71,42 +118,7 @@ Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean, c
   // grows with the additions into one accumulator: on 2^25 equal terms it reached 1.9e-6 relative
   // (a probe, 2026-12-02) against the spec's 1e-6.
   constexpr bool by_chunks = !std::is_same_v<typename Op::template total_t<Acc>, Acc>;
-  if (e - b < W) {
-    // Shorter than the lanes (softmax over 8 experts, rows of 3 coordinates): no vector iteration
-    // would run, and setting up and folding 3 * W lanes cost more than the row (layer norm of
-    // [16384, 8], one thread: ~90 ns a row against ~18 for a hand-written loop). One exact
-    // accumulator, in order; Finite as below (the exact combine is a branch on each element, which
-    // random data mispredicts: a router's softmax over 8 experts, 1.7x).
-    // A float sum of a costly operand (one that computes: !streams_by_itself, prefetch.hpp;
-    // softmax's exp over 8 experts) computes the values into a
-    // buffer, then adds them pairwise: the vectorised loop's values no longer wait on one
-    // in-order add each (Zen 3, one thread, softmax over rows of 8 / 16 / 24 floats: 64 -> 54,
-    // 76 -> 63, 90 -> 71 ns a row). Cheap operands keep the in-order add: buffered, layer norm
-    // and rms_norm over such rows lost 5-44%.
-    if constexpr (std::is_floating_point_v<Acc> && std::is_base_of_v<sum_op, Op> && !streams_by_itself<Ev>) {
-      Acc buf[W];
-      FUSE_SIMD_LOOP
-      for (int l = 0; l < W; ++l) buf[l] = lane_identity<Op, Acc>();
-      for (index_t i = b; i < e; ++i) {
-        const auto v = ev.template at<Unit>(i);
-        if constexpr (!std::is_null_pointer_v<Store>) store[i] = v;
-        buf[i - b] = static_cast<Acc>(v);
-      }
-      const auto add = [](Acc x, Acc y) { return x + y; };
-      if (e - b <= 8) return fold_pairwise<8>(buf, add);
-      if (e - b <= 16) return fold_pairwise<16>(buf, add);
-      return fold_pairwise<W>(buf, add);
-    }
-    Acc a = Op::template identity<Acc>(), sum = Acc(0);
-    for (index_t i = b; i < e; ++i) {
-      const auto v = ev.template at<Unit>(i);
-      if constexpr (!std::is_null_pointer_v<Store>) store[i] = v;
-      if constexpr (Finite) a = Op::finite_combine(a, static_cast<Acc>(v)), sum += static_cast<Acc>(v);
-      else a = Op::combine(a, static_cast<Acc>(v));
-    }
-    if constexpr (Finite) clean = sum == sum;  // false for NaN
-    return a;
-  }
+  if (e - b < W) return reduce_short_block<Op, Acc, Unit, Finite>(ev, b, e, store, clean);
   // Each array is set only where it is used, and `chunks` only once a second chunk starts: on a
   // row of 64 floats, setting all three took 61 of ~430 instructions a row (callgrind, AVX2).
   Acc lane[W], probe[W], chunks[W];
@@ -205,7 +217,14 @@ FUSE_INLINE typename Op::template total_t<Acc> reduce_range(const Ev& ev, index_
     const index_t e = std::min(end, b + block_elements);
     bool clean = true;
     Acc block;
-    if constexpr (has_finite_combine<Op, Acc>) {
+    if (streams_by_itself<Ev> && e - b < block_lanes<Acc>) {  // inline: see reduce_short_block
+      if constexpr (has_finite_combine<Op, Acc>) {
+        block = reduce_short_block<Op, Acc, Unit, true>(ev, b, e, store, clean);
+        if (!clean) block = reduce_short_block<Op, Acc, Unit, false>(ev, b, e, nullptr, clean);
+      } else {
+        block = reduce_short_block<Op, Acc, Unit, false>(ev, b, e, store, clean);
+      }
+    } else if constexpr (has_finite_combine<Op, Acc>) {
       block = reduce_block<Op, Acc, Unit, true>(ev, b, e, store, clean, pf);
       if (!clean) block = reduce_block<Op, Acc, Unit, false>(ev, b, e, nullptr, clean, pf);  // a NaN or inf: exact
     } else {
