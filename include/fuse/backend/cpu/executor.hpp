@@ -76,9 +76,10 @@ inline constexpr bool streams_by_flops = flops_of<Ev>::value < FUSE_STREAMING_MA
 // instead of 16 lines queueing at once behind the few write-combining buffers. bias_gelu on a
 // Zen 3, 2 threads: faster in 15 of 21 alternating pairs, by 4% over all and up to 39%
 // (docs/performance.md); one line per chunk lost on axpby.
+inline constexpr index_t stream_chunk_bytes = 128;
 template <class T, class Ev, std::size_t R>
 void write_streaming(T* row, const Ev& ev, index_t i, index_t stop, const stream_prefetch<R>& pf) {
-  constexpr index_t chunk = 128 / sizeof(T);
+  constexpr index_t chunk = stream_chunk_bytes / sizeof(T);
   alignas(64) T buf[chunk];
   while (i < stop && reinterpret_cast<std::uintptr_t>(row + i) % 64 != 0) row[i] = ev.template at<true>(i), ++i;
   for (; i + chunk <= stop; i += chunk) {
