@@ -65,10 +65,16 @@ TEST_CASE("batched short rows: reduction roots, strided rows, rows over two axes
       auto xt = fuse::transpose(x);
       fuse::tensor<float, 2> ct(n, m);
       fuse::assign(exec, ct, xt - fuse::mean(xt, fuse::axis<-1>));
-      // Rows over two axes: [m, 5, 7] normalised over the last two.
+      // Rows over two axes: [m, 5, 7] normalised over the last two (contiguous: the two axes
+      // merge into one), and the same read from a slice of [m, 5, 8], whose rows stay 5 sub-rows
+      // of 7 (not a plain row: reduce_row and write_row's sub-row loops).
       auto z = random<float, 3>({m, 5, 7}, unsigned(m + 50), -2, 2);
-      fuse::tensor<float, 3> zn(m, 5, 7);
+      fuse::tensor<float, 3> zn(m, 5, 7), zw(m, 5, 8), zsn(m, 5, 7);
       fuse::assign(exec, zn, z - fuse::sum(z, fuse::axes<1, 2>) / 35.f);
+      std::fill(zw.data(), zw.data() + zw.size(), 1e6f);  // column 7 stays out of every row
+      auto zs7 = fuse::slice<2>(zw, 0, 7);
+      fuse::assign(exec, zs7, z);
+      fuse::assign(exec, zsn, zs7 - fuse::sum(zs7, fuse::axes<1, 2>) / 35.f);
       for (index_t r = 0; r < m; ++r) {
         const auto row = row_of(x, r);
         REQUIRE(close(v(r, 0), ref_var(row), 1e-5, 1e-7));
@@ -76,6 +82,7 @@ TEST_CASE("batched short rows: reduction roots, strided rows, rows over two axes
         double zs = 0;
         for (index_t k = 0; k < 35; ++k) zs += z.data()[r * 35 + k];
         for (index_t k = 0; k < 35; ++k) REQUIRE(close(zn.data()[r * 35 + k], z.data()[r * 35 + k] - zs / 35, 1e-5, 1e-5));
+        for (index_t k = 0; k < 35; ++k) REQUIRE(close(zsn.data()[r * 35 + k], z.data()[r * 35 + k] - zs / 35, 1e-5, 1e-5));
       }
       for (index_t c = 0; c < n; ++c) {
         double s = 0;

@@ -132,17 +132,14 @@ TEST_CASE("variance is stable and never negative (mean 1e3), layer norm of such 
   }
 }
 
-TEST_CASE("layer_norm and rms_norm name themselves in shape errors, before anything is written") {
+TEST_CASE("layer_norm and rms_norm name themselves in shape errors (thrown as the expression is built)") {
   auto x = random<float, 2>({3, 4}, 10);
   auto g = random<float, 1>({5}, 11);
-  fuse::tensor<float, 2> y(3, 4);
-  std::fill(y.data(), y.data() + 12, -7.f);
-  CHECK_THROWS_WITH(fuse::assign(y, fuse::layer_norm(x, g, g)),
+  CHECK_THROWS_WITH(fuse::layer_norm(x, g, g),
                     Catch::Matchers::StartsWith("fuse::layer_norm: ") && Catch::Matchers::Contains("[3, 4] and [5]"));
-  CHECK_THROWS_WITH(fuse::assign(y, fuse::rms_norm(x, g)),
+  CHECK_THROWS_WITH(fuse::rms_norm(x, g),
                     Catch::Matchers::StartsWith("fuse::rms_norm: ") && Catch::Matchers::Contains("[3, 4] and [5]"));
   CHECK_THROWS_AS(fuse::rms_norm(x, g), fuse::shape_error);
-  CHECK(std::all_of(y.data(), y.data() + 12, [](float v) { return v == -7.f; }));
 }
 
 TEST_CASE("NaN propagates through max, min and sum from any position") {

@@ -108,8 +108,13 @@ void run_batches(const It& it, index_t first, index_t last, const Ev& epilogue, 
     }(std::make_index_sequence<Phases::size>{});
     for (int b = 0; b < count; ++b) {
       if constexpr (Cached >= 0) *source = row_buffer(buf, b, buf_stride);
-      if (plain_writes) write_plain_row(it, evs[std::size_t(b)], idx[b], n, stream, pf);
-      else write_row<Unit>(it, evs[std::size_t(b)], idx[b], 0, n, stream, pf, copies);
+      if constexpr (Unit) {  // (a strided kernel never writes contiguous rows: no such code in it)
+        if (plain_writes) {
+          write_plain_row(it, evs[std::size_t(b)], idx[b], n, stream, pf);
+          continue;
+        }
+      }
+      write_row<Unit>(it, evs[std::size_t(b)], idx[b], 0, n, stream, pf, copies);
     }
   }
 }

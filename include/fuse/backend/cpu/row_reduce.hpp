@@ -312,9 +312,9 @@ bool plain_row(const phase_plan& plan, std::size_t inner_first, const row_copies
 
 // reduce_row of a phase for which plain_row holds: the operand seeked and reduced, inline. The
 // short rows of a batch (row_batch.hpp) take it: through reduce_row (its shared-subtree and
-// sub-row calls, the evaluator passed by value into reduce_row_at), rows of 8 and 64 floats cost
-// 25-35% more (Zen 3, one thread: softmax 53 -> 40 and 106 -> 83 ns a row, layer norm 53 -> 36
-// and 86 -> 56, rms_norm 28 -> 18 and 45 -> 31).
+// sub-row calls, the evaluator passed by value into reduce_row_at), rows of 8 and 64 floats took
+// 1.3-1.6x as long (Zen 3, one thread: softmax 53 -> 40 and 106 -> 83 ns a row, layer norm 53 ->
+// 38 and 86 -> 56, rms_norm 28 -> 18 and 45 -> 31).
 template <bool Unit, class Phase, std::size_t R, class Store = std::nullptr_t>
 FUSE_INLINE auto reduce_plain_row(const Phase& p, const index_t* idx, index_t n, stream_prefetch<R>& pf,
                                   Store store = nullptr) {
