@@ -271,8 +271,13 @@ void assign(D&& y, E&& e) {
 // int_array += 1.5).
 #define FUSE_COMPOUND_ASSIGN(OP)                                                              \
   template <expression D, operand E>                                                          \
-    requires(requires(std::remove_cvref_t<D>& d) { d.data(); d.strides(); })                 \
   decltype(auto) operator OP##=(D&& x, E&& e) {                                               \
+    static_assert(!detail::is_owned_view_v<std::remove_cvref_t<D>>,                           \
+                  "fuse::operator" #OP "=: the destination is read-only (a view of a temporary " \
+                  "tensor, such as transpose(fuse::eval(e)))");                               \
+    static_assert(requires(std::remove_cvref_t<D>& d) { d.data(); d.strides(); },             \
+                  "fuse::operator" #OP "=: the destination must be a tensor or a view; an expression " \
+                  "(x + y, exp(x), a reduction, full, iota, take) cannot be written");       \
     static_assert(!(#OP[0] == '/' && std::is_integral_v<typename std::remove_cvref_t<D>::value_type>), \
                   "fuse::operator/=: an integer x: true division runs in double (int64 values above " \
                   "2^53 would change) and NumPy raises for it; write x = fuse::cast<...>(x / e)");  \

@@ -42,6 +42,18 @@ enum class memory_space { any, host, device };
     return *this;                                                                                    \
   }
 
+// `expr = value` on a node (`sum(x, axis<0>) = b`, `(x + y) = 0.f`) is misuse: only tensors and
+// views are destinations. Without this the compiler's first line is "no match for operator=".
+#define FUSE_NODE_IS_NOT_A_DESTINATION(Self)                                                         \
+  template <class Value_>                                                                            \
+    requires(!std::is_same_v<std::remove_cvref_t<Value_>, Self>)                                     \
+  Self& operator=(Value_&&) {                                                                        \
+    static_assert(sizeof(Value_) == 0,                                                               \
+                  "fuse::assign: the destination must be a tensor or a view; an expression (x + y, " \
+                  "exp(x), a reduction, full, iota, take) cannot be written");                       \
+    return *this;                                                                                    \
+  }
+
 namespace detail {
 // Every node and leaf derives from this tag; scalars do not.
 struct expr_tag {};

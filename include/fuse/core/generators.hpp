@@ -27,6 +27,7 @@ struct full_expr : detail::expr_tag {
 
   shape_t<R> shape_;
   T value;
+  FUSE_NODE_IS_NOT_A_DESTINATION(full_expr)
 
   const shape_t<R>& shape() const { return shape_; }
   template <std::size_t E, std::size_t = 0>
@@ -50,6 +51,7 @@ struct iota_expr : detail::expr_tag {
   static constexpr const char* name = "iota";
 
   shape_t<R> shape_;
+  FUSE_NODE_IS_NOT_A_DESTINATION(iota_expr)
 
   const shape_t<R>& shape() const { return shape_; }
   template <std::size_t E, std::size_t = 0>
@@ -95,6 +97,7 @@ struct take_expr : detail::expr_tag {
   take_expr(Table t, Indices i, detail::keep_alive to = {}, detail::keep_alive io = {})
       : table(t), indices(i), table_owner(to), indices_owner(io) {}
   FUSE_NODE_IS_A_VALUE(take_expr)
+  FUSE_NODE_IS_NOT_A_DESTINATION(take_expr)
 
   shape_t<rank> shape() const {
     shape_t<rank> s{};

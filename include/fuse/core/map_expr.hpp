@@ -230,6 +230,7 @@ struct map_expr : detail::expr_tag {
   template <class... A>
   explicit map_expr(F fn, A&&... a) : f(fn), args(std::forward<A>(a)...), shape_(broadcast_all()) {}
   FUSE_NODE_IS_A_VALUE(map_expr)
+  FUSE_NODE_IS_NOT_A_DESTINATION(map_expr)
 #if defined(__CUDACC__)
 #pragma nv_diagnostic pop
 #endif

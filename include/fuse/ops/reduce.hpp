@@ -177,6 +177,7 @@ struct reduce_expr : detail::expr_tag {
 
   explicit reduce_expr(Child c) : child(std::move(c)), shape_(reduced_shape(child.shape())) {}
   FUSE_NODE_IS_A_VALUE(reduce_expr)
+  FUSE_NODE_IS_NOT_A_DESTINATION(reduce_expr)
 
   const shape_t<rank>& shape() const { return shape_; }
 
@@ -233,6 +234,7 @@ struct squeezed_reduce : detail::expr_tag {
 
   explicit squeezed_reduce(Inner i) : inner(std::move(i)) {}
   FUSE_NODE_IS_A_VALUE(squeezed_reduce)
+  FUSE_NODE_IS_NOT_A_DESTINATION(squeezed_reduce)
 
   shape_t<rank> shape() const { return detail::remove_at(inner.shape(), K); }
   template <class F>
