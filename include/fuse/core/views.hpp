@@ -178,4 +178,37 @@ auto reshape(V&& v, I... e) {
   return detail::view_of_owned(std::forward<V>(v), [&](const auto& w) { return reshape(w, e...); });
 }
 
+// A view of an expression is misuse: the views are index arithmetic over memory, and an
+// expression has none until it is evaluated. Without these the compiler's first line was "no
+// matching function for call to transpose(...)".
+namespace detail {
+template <class E>
+concept unviewable_expression = expression<E> && !viewable<E> && !owned_source<E>;
+#define FUSE_NOT_A_VIEW_MESSAGE(NAME, FIX)                                                           \
+  "fuse::" NAME ": an expression (x + y, exp(x), a reduction, full, iota, take) has no memory to view; " \
+  "evaluate it first: " FIX
+}  // namespace detail
+
+template <std::size_t... P, class E>
+  requires detail::unviewable_expression<E>
+auto permute(E&&) {
+  static_assert(sizeof(E) == 0, FUSE_NOT_A_VIEW_MESSAGE("permute", "permute<...>(fuse::eval(e))"));
+}
+template <class E>
+  requires detail::unviewable_expression<E>
+auto transpose(E&&) {
+  static_assert(sizeof(E) == 0, FUSE_NOT_A_VIEW_MESSAGE("transpose", "transpose(fuse::eval(e))"));
+}
+template <int K, class E>
+  requires detail::unviewable_expression<E>
+auto slice(E&&, index_t, index_t, index_t = 1) {
+  static_assert(sizeof(E) == 0, FUSE_NOT_A_VIEW_MESSAGE("slice", "slice<k>(fuse::eval(e), begin, end)"));
+}
+template <class E, std::integral... I>
+  requires detail::unviewable_expression<E>
+auto reshape(E&&, I...) {
+  static_assert(sizeof(E) == 0, FUSE_NOT_A_VIEW_MESSAGE("reshape", "reshape(fuse::eval(e), extents...)"));
+}
+#undef FUSE_NOT_A_VIEW_MESSAGE
+
 }  // namespace fuse
