@@ -60,6 +60,14 @@ inline double ref_var(const std::vector<double>& v) {
   for (double x : v) s += (x - m) * (x - m);
   return s / double(v.size());
 }
+inline std::vector<double> softmax_ref(const std::vector<double>& row) {
+  const double m = ref_max(row);
+  double s = 0;
+  for (double v : row) s += std::exp(v - m);
+  std::vector<double> out;
+  for (double v : row) out.push_back(std::exp(v - m) / s);
+  return out;
+}
 
 inline bool close(double got, double ref, double rel, double abs_tol = 0) {
   if (std::isnan(ref)) return std::isnan(got);

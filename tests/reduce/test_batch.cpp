@@ -92,3 +92,46 @@ TEST_CASE("batched short rows: reduction roots, strided rows, rows over two axes
     }
   }
 }
+
+// A [m, 1] operand (a per-row scale or temperature) stays put along the row and is read through
+// rows of copies (row_copies.hpp). The batch's plain rows point only the phases and epilogue that
+// read it: here the epilogue alone (softmax(x) * s), every phase (softmax(x * s), whose sum phase
+// also fills the row buffer), and two such operands in different phases ((x - mean(x * s)) * t).
+// In place through a column of the output too (x = softmax(x * x[:, 0:1])): each row's copies are
+// taken before its epilogue overwrites column 0.
+TEST_CASE("batched short rows read [m, 1] operands through rows of copies", "[batch]") {
+  for (int threads : {1, 2}) {
+    const fuse::cpu exec{.threads = threads};
+    for (index_t n : {index_t(1), index_t(7), index_t(13), index_t(31), index_t(64), batch_limit}) {
+      for (index_t m : {1, 3, 5, 9, 1027}) {
+        if (m == 1027 && n != 64) continue;
+        CAPTURE(threads, n, m);
+        auto x = random<float, 2>({m, n}, unsigned(300 * m + n), -4, 4);
+        auto s = random<float, 2>({m, 1}, unsigned(m + 1), 0.5, 2);
+        auto t = random<float, 2>({m, 1}, unsigned(m + 2), -2, 2);
+        fuse::tensor<float, 2> a(m, n), b(m, n), c(m, n);
+        fuse::assign(exec, a, fuse::softmax(x, fuse::axis<-1>) * s);
+        fuse::assign(exec, b, fuse::softmax(x * s, fuse::axis<-1>));
+        fuse::assign(exec, c, (x - fuse::mean(x * s, fuse::axis<-1>)) * t);
+        auto z = fuse::eval(x * 1.f);
+        fuse::assign(exec, z, fuse::softmax(z * fuse::slice<1>(z, 0, 1), fuse::axis<-1>));
+        for (index_t r = 0; r < m; ++r) {
+          const auto row = row_of(x, r);
+          std::vector<double> scaled(row), by_first(row);
+          for (auto& v : scaled) v *= s(r, 0);
+          for (auto& v : by_first) v *= row[0];
+          const double mx = ref_max(row), mean_s = ref_mean(scaled);
+          double sum = 0;
+          for (double v : row) sum += std::exp(v - mx);
+          const auto want_b = softmax_ref(scaled), want_z = softmax_ref(by_first);
+          for (index_t j = 0; j < n; ++j) {
+            REQUIRE(close(a(r, j), std::exp(row[j] - mx) / sum * s(r, 0), 2e-5, 1e-12));
+            REQUIRE(close(b(r, j), want_b[std::size_t(j)], 2e-5, 1e-12));
+            REQUIRE(close(c(r, j), (row[j] - mean_s) * t(r, 0), 1e-5, 1e-5));
+            REQUIRE(close(z(r, j), want_z[std::size_t(j)], 2e-5, 1e-12));
+          }
+        }
+      }
+    }
+  }
+}

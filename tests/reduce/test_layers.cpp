@@ -7,17 +7,6 @@
 
 using namespace rt;
 
-namespace {
-std::vector<double> softmax_ref(const std::vector<double>& row) {
-  const double m = ref_max(row);
-  double s = 0;
-  for (double v : row) s += std::exp(v - m);
-  std::vector<double> out;
-  for (double v : row) out.push_back(std::exp(v - m) / s);
-  return out;
-}
-}  // namespace
-
 TEST_CASE("softmax and log_softmax match the reference, fused and eager, every row split") {
   for (auto [m, n] : {std::pair<index_t, index_t>{1, 1}, {5, 3}, {257, 33}, {16, 4099}, {1, 70001}, {3, 40000}}) {
     auto x = random<float, 2>({m, n}, unsigned(m + n), -5, 5);

@@ -31,6 +31,15 @@ struct copied_leaves {
   std::size_t elem_bytes = 0;
 };
 
+// Does ev read a leaf through rows of copies (only those evaluators are pointed at them)? A
+// copy: for_each_tracker is not const.
+template <std::size_t R, class Ev>
+bool reads_copies(Ev ev) {
+  bool any = false;
+  ev.for_each_tracker([&](const tracker& t) { any = any || reading_along_row<R>(t) == along_row::copied; });
+  return any;
+}
+
 template <std::size_t R>
 class row_copies {
  public:

@@ -153,7 +153,13 @@ void run_rows_with(const It& it, index_t first, index_t last, bool stream, bool 
   if (copied.count > 0) copies = std::make_unique<row_copies<R>>(it.shape[R - 1], copied);
   auto rows = [&](const auto& epilogue, auto buf, index_t buf_stride, auto source) {
     with_shared(epilogue, plan_shared(epilogue, it.alias), [&](const auto& e) {
-      if (batched) return run_batches<Unit, Cached>(it, first, last, e, plans.data(), stream, ahead, copies.get(), buf, buf_stride, source);
+      if (batched) {
+        if constexpr (Unit) {  // (the strided kernel reads no rows of copies)
+          if (copies != nullptr)
+            return run_batches<Unit, Cached, true>(it, first, last, e, plans.data(), stream, ahead, copies.get(), buf, buf_stride, source);
+        }
+        return run_batches<Unit, Cached, false>(it, first, last, e, plans.data(), stream, ahead, copies.get(), buf, buf_stride, source);
+      }
       auto ev = e;
       ev.bind(slots);
       for (index_t o = first; o < last; ++o) {

@@ -192,6 +192,11 @@ FUSE_INLINE void seek_row(Ev& ev, const index_t* idx, row_copies<R>* copies) {
   ev.seek(idx);
   if (copies != nullptr) copies->point(ev, idx);
 }
+// The same where no leaf is read through rows of copies, known at compile time.
+template <class Ev>
+FUSE_INLINE void seek_row(Ev& ev, const index_t* idx, std::nullptr_t) {
+  ev.seek(idx);
+}
 
 // A copy of ev at the row idx: copied, then seeked, never the other way round. seek() stores the
 // row's pointers and per-row constants into the evaluator; a copy made right after reads those
@@ -303,11 +308,9 @@ typename Op::template total_t<Acc> reduce_masked(const Child& child, const row_m
   return reduce_row_at<Op, Acc, Unit>(operand, idx, copies, begin, end, pf, store);
 }
 
-// Does a phase run as a plain row (reduce_plain_row)? One row axis, no mask, no shared subtree,
-// no rows of copies.
-template <std::size_t R>
-bool plain_row(const phase_plan& plan, std::size_t inner_first, const row_copies<R>* copies) {
-  return inner_first == R - 1 && !plan.mask.on && plan.shared.pick[0] < 0 && copies == nullptr;
+// Does a phase run as a plain row (reduce_plain_row)? One row axis, no mask, no shared subtree.
+inline bool plain_row(const phase_plan& plan, std::size_t inner_first, std::size_t rank) {
+  return inner_first == rank - 1 && !plan.mask.on && plan.shared.pick[0] < 0;
 }
 
 // reduce_row of a phase for which plain_row holds: the operand seeked and reduced, inline. The
@@ -315,14 +318,16 @@ bool plain_row(const phase_plan& plan, std::size_t inner_first, const row_copies
 // sub-row calls, the evaluator passed by value into reduce_row_at), rows of 8 and 64 floats took
 // 1.3-1.6x as long (Zen 3, one thread: softmax 53 -> 40 and 106 -> 83 ns a row, layer norm 53 ->
 // 38 and 86 -> 56, rms_norm 28 -> 18 and 45 -> 31).
-template <bool Unit, class Phase, std::size_t R, class Store = std::nullptr_t>
-FUSE_INLINE auto reduce_plain_row(const Phase& p, const index_t* idx, index_t n, stream_prefetch<R>& pf,
+// copies: as seeked() (a row_copies<R>*), or nullptr (a std::nullptr_t) where the kernel reads no
+// leaf through them.
+template <bool Unit, class Phase, std::size_t R, class Copies, class Store = std::nullptr_t>
+FUSE_INLINE auto reduce_plain_row(const Phase& p, const index_t* idx, index_t n, stream_prefetch<R>& pf, Copies copies,
                                   Store store = nullptr) {
   using Op = typename Phase::op;
   using Acc = typename Phase::acc_type;
   if (n <= 0) return Op::template identity<typename Op::template total_t<Acc>>();  // (do not seek)
   auto e = p.child;  // a private copy, seeked after it is made (see seeked())
-  e.seek(idx);
+  seek_row(e, idx, copies);
   pf.seek(idx);
   return reduce_range<Op, Acc, Unit>(e, 0, n, pf, store);
 }

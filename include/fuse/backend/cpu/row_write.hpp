@@ -27,24 +27,26 @@ inline void publish_streamed(bool stream) {
   if (stream) stream_fence();
 }
 
-// Does write_plain_row write the rows? Contiguous rows of one axis, no rows of copies, not a
-// reduction's one value per row.
+// Does write_plain_row write the rows? Contiguous rows of one axis, not a reduction's one value
+// per row.
 template <class It>
-bool plain_rows_written(const It& it, const row_copies<It::rank>* copies) {
-  return it.unit && it.inner_first == It::rank - 1 && copies == nullptr && !it.root_reduction;
+bool plain_rows_written(const It& it) {
+  return it.unit && it.inner_first == It::rank - 1 && !it.root_reduction;
 }
 
 // write_row of a row for which plain_rows_written holds, inline (see reduce_plain_row). (Its
 // store loop is write_row's own, not shared through a helper: with one, softmax over [64, 1024]
 // in L2 ran 4% slower, 0.65 -> 0.68 ns per element, Zen 3.)
-template <class It, class Ev>
+// copies: as seeked() (a row_copies<R>*), or nullptr (a std::nullptr_t) where the kernel reads no
+// leaf through them.
+template <class It, class Ev, class Copies>
 FUSE_INLINE void write_plain_row(const It& it, const Ev& ev, const index_t* idx, index_t n, bool stream,
-                                 stream_prefetch<It::rank>& pf) {
+                                 stream_prefetch<It::rank>& pf, Copies copies) {
   constexpr std::size_t R = It::rank;
   if (n <= 0) return;
   using T = std::remove_pointer_t<decltype(it.out)>;
   Ev e = ev;  // a private copy: the stores below cannot alias its per-row constants
-  e.seek(idx);
+  seek_row(e, idx, copies);
   T* row = it.out + row_offset<R>(it.out_stride, idx);
   if constexpr (can_stream_v<T>) {
     // A row shorter than a chunk streams nothing: write_streaming would store it all the same,
