@@ -97,8 +97,8 @@ TEST_CASE("batched short rows: reduction roots, strided rows, rows over two axes
 // rows of copies (row_copies.hpp). The batch's plain rows point only the phases and epilogue that
 // read it: here the epilogue alone (softmax(x) * s), every phase (softmax(x * s), whose sum phase
 // also fills the row buffer), and two such operands in different phases ((x - mean(x * s)) * t).
-// In place through a column of the output too (x = softmax(x * x[:, 0:1])): each row's copies are
-// taken before its epilogue overwrites column 0.
+// And assigned through a column of its own destination (z = softmax(z * z[:, 0:1])): the overlap
+// check sends that through a temporary, so the result must be the fresh tensor's.
 TEST_CASE("batched short rows read [m, 1] operands through rows of copies", "[batch]") {
   for (int threads : {1, 2}) {
     const fuse::cpu exec{.threads = threads};

@@ -101,6 +101,24 @@ auto split_group(const Exec& exec, computed_for<Exec>& computed, const E& e) {
   }
 }
 
+// Does split_group<R, M, false> give e back unchanged (every reduction it meets joins the group,
+// as in softmax, layer norm, rms norm)? Then the caller reads e itself: the rebuild copies each
+// subtree once per level above it and recomputes every node's broadcast shape (softmax over
+// [4, 16], one thread: a third of the assign's time).
+template <std::size_t R, std::uint32_t M, class E>
+constexpr bool splits_nothing() {
+  auto kept = []<class A>(std::type_identity<A>) { return stays_in_group<A, R, M> && splits_nothing<R, M, A>(); };
+  if constexpr (is_reduce_v<E>) {
+    return kept(std::type_identity<std::remove_cvref_t<decltype(std::declval<const E&>().child)>>{});
+  } else if constexpr (E::kind == node_kind::elementwise && reduction_count_v<E> > 0) {
+    return [&]<class... A>(std::type_identity<tuple<A...>>) {
+      return (kept(std::type_identity<A>{}) && ...);
+    }(std::type_identity<std::remove_cvref_t<decltype(std::declval<const E&>().args)>>{});
+  } else {
+    return true;
+  }
+}
+
 template <bool Fallback = false, class Exec, class It>
 void run_checked(const Exec& exec, It& it, const auto& rerun_via_temporary) {
   if (it.empty()) return;
@@ -188,7 +206,10 @@ void assign_fused_as_is(const Exec& exec, D&& d, const E& e, computed_for<Exec>*
     constexpr std::size_t R = group::rank;
     computed_for<Exec> own;
     computed_for<Exec>& table = computed ? *computed : own;
-    const auto g = split_group<R, group::mask, false>(exec, table, e);
+    const auto& g = [&]() -> decltype(auto) {
+      if constexpr (splits_nothing<R, group::mask, E>()) return (e);  // (a reference to e)
+      else return split_group<R, group::mask, false>(exec, table, e);
+    }();
     const shape_t<R> shape = group_shape(e, dst.shape);
     using G = std::remove_cvref_t<decltype(g)>;
     // Root reductions that the row kernel reads badly: over leading axes (by columns; with their
@@ -272,18 +293,22 @@ void assign(D&& y, E&& e) {
 #define FUSE_COMPOUND_ASSIGN(OP)                                                              \
   template <expression D, operand E>                                                          \
   decltype(auto) operator OP##=(D&& x, E&& e) {                                               \
-    static_assert(!detail::is_owned_view_v<std::remove_cvref_t<D>>,                           \
+    constexpr bool read_only = detail::is_owned_view_v<std::remove_cvref_t<D>>;               \
+    static_assert(!read_only,                                                                 \
                   "fuse::operator" #OP "=: the destination is read-only (a view of a temporary " \
                   "tensor, such as transpose(fuse::eval(e)))");                               \
-    static_assert(requires(std::remove_cvref_t<D>& d) { d.data(); d.strides(); },             \
+    constexpr bool writable = requires(std::remove_cvref_t<D>& d) { d.data(); d.strides(); }; \
+    static_assert(writable || read_only,                                                      \
                   "fuse::operator" #OP "=: the destination must be a tensor or a view; an expression " \
                   "(x + y, exp(x), a reduction, full, iota, take) cannot be written");       \
     static_assert(!(#OP[0] == '/' && std::is_integral_v<typename std::remove_cvref_t<D>::value_type>), \
                   "fuse::operator/=: an integer x: true division runs in double (int64 values above " \
                   "2^53 would change) and NumPy raises for it; write x = fuse::cast<...>(x / e)");  \
-    assign(x, x OP std::forward<E>(e));                                                       \
-    if constexpr (std::is_lvalue_reference_v<D>) return (x);                                  \
-    else return std::remove_cvref_t<D>(std::move(x)); /* a temporary view: by value, not D&& */ \
+    if constexpr (writable && !read_only) { /* (one error, not two) */                       \
+      assign(x, x OP std::forward<E>(e));                                                     \
+      if constexpr (std::is_lvalue_reference_v<D>) return (x);                                \
+      else return std::remove_cvref_t<D>(std::move(x)); /* a temporary view: by value, not D&& */ \
+    }                                                                                         \
   }
 FUSE_COMPOUND_ASSIGN(+)
 FUSE_COMPOUND_ASSIGN(-)

@@ -44,13 +44,15 @@ enum class memory_space { any, host, device };
 
 // `expr = value` on a node (`sum(x, axis<0>) = b`, `(x + y) = 0.f`) is misuse: only tensors and
 // views are destinations. Without this the compiler's first line is "no match for operator=".
+// (So is rebinding `auto e = x + 1.f;` to an expression of another type, `e = x * 2.f`.)
 #define FUSE_NODE_IS_NOT_A_DESTINATION(Self)                                                         \
   template <class Value_>                                                                            \
     requires(!std::is_same_v<std::remove_cvref_t<Value_>, Self>)                                     \
   Self& operator=(Value_&&) {                                                                        \
     static_assert(sizeof(Value_) == 0,                                                               \
                   "fuse::assign: the destination must be a tensor or a view; an expression (x + y, " \
-                  "exp(x), a reduction, full, iota, take) cannot be written");                       \
+                  "exp(x), a reduction, full, iota, take) cannot be written, nor rebound to an "     \
+                  "expression of another type");                                                     \
     return *this;                                                                                    \
   }
 

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <memory>
 #include <new>
+#include <optional>
 #include <vector>
 
 #include "fuse/backend/cpu/executor.hpp"
@@ -149,16 +150,17 @@ void run_rows_with(const It& it, index_t first, index_t last, bool stream, bool 
   const int spread = spread_pass(it, stream);
   std::unique_ptr<online_rows<R>> online_state;
   if (online) online_state = std::make_unique<online_rows<R>>(it);
-  std::unique_ptr<row_copies<R>> copies;
-  if (copied.count > 0) copies = std::make_unique<row_copies<R>>(it.shape[R - 1], copied);
+  std::optional<row_copies<R>> held_copies;  // (in place: row_copies holds a scratch_buffer)
+  if (copied.count > 0) held_copies.emplace(it.shape[R - 1], copied);
+  row_copies<R>* const copies = held_copies ? &*held_copies : nullptr;
   auto rows = [&](const auto& epilogue, auto buf, index_t buf_stride, auto source) {
     with_shared(epilogue, plan_shared(epilogue, it.alias), [&](const auto& e) {
       if (batched) {
         if constexpr (Unit) {  // (the strided kernel reads no rows of copies)
           if (copies != nullptr)
-            return run_batches<Unit, Cached, true>(it, first, last, e, plans.data(), stream, ahead, copies.get(), buf, buf_stride, source);
+            return run_batches<Unit, Cached, true>(it, first, last, e, plans.data(), stream, ahead, copies, buf, buf_stride, source);
         }
-        return run_batches<Unit, Cached, false>(it, first, last, e, plans.data(), stream, ahead, copies.get(), buf, buf_stride, source);
+        return run_batches<Unit, Cached, false>(it, first, last, e, plans.data(), stream, ahead, copies, buf, buf_stride, source);
       }
       auto ev = e;
       ev.bind(slots);
@@ -167,7 +169,7 @@ void run_rows_with(const It& it, index_t first, index_t last, bool stream, bool 
         const bool has_next = o + 1 < last && prefetch.size() > 0;
         if (has_next) unflatten(o + 1, it.shape, 0, it.inner_first, next), prefetch.seek(next);
         run_row<Unit, Cached>(it, ev, phases, plans.data(), slots, idx, stream, ahead, has_next ? &prefetch : nullptr,
-                              spread, online_state.get(), copies.get(), buf);
+                              spread, online_state.get(), copies, buf);
       }
     });
   };
@@ -181,13 +183,10 @@ void run_rows_with(const It& it, index_t first, index_t last, bool stream, bool 
     const index_t n = std::max<index_t>(it.shape[R - 1], 1);
     const index_t stride = (n + line - 1) / line * line;
     const std::size_t elements = std::size_t(batched ? stride * row_batch : n);
-    // Short rows' buffers live on the stack: the aligned allocation was ~10% of a call of
+    // Short rows' buffers in place (scratch.hpp): the aligned allocation was ~10% of a call of
     // softmax over [4, 16] (perf, 2026-12-04).
-    alignas(64) unsigned char on_stack[row_buffer_on_stack_bytes];
-    std::unique_ptr<CT[], aligned_delete> on_heap;
-    CT* buf = reinterpret_cast<CT*>(on_stack);
-    if (elements * sizeof(CT) > sizeof(on_stack))
-      on_heap.reset(buf = static_cast<CT*>(::operator new(elements * sizeof(CT), std::align_val_t(64))));
+    scratch_buffer<row_buffer_on_stack_bytes> storage;
+    CT* buf = reinterpret_cast<CT*>(storage.reserve(elements * sizeof(CT)));
     const CT* current = buf;  // the row buffer the epilogue reads (cached_eval)
     rows(substitute<C>(it.eval, cached_eval<CT>{&current}), buf, stride, &current);
   } else {

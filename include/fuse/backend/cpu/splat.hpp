@@ -10,18 +10,12 @@
 #pragma once
 
 #include <cstddef>
-#include <memory>
-#include <new>
 
+#include "fuse/backend/cpu/scratch.hpp"
 #include "fuse/core/evaluator.hpp"
 #include "fuse/detail/small_vector.hpp"
 
 namespace fuse::detail {
-
-// Frees what ::operator new(size, align_val_t(64)) gave (row buffers, of trivial types).
-struct aligned_delete {
-  void operator()(void* p) const { ::operator delete(p, std::align_val_t(64)); }
-};
 
 // Columns the elementwise kernel fills copies for at a time (run_range): 4 KiB a float leaf.
 inline constexpr index_t splat_chunk = 1024;
@@ -39,13 +33,13 @@ class splat_rows {
       leaves_.push_back({t.self, t.splat, bytes});
       bytes += (static_cast<std::size_t>(n) * t.elem_bytes + 63) / 64 * 64;
     });
-    if (bytes > 0) buffer_.reset(static_cast<unsigned char*>(::operator new(bytes, std::align_val_t(64))));
+    buffer_.reserve(bytes);
   }
   // After each seek: copies each leaf's element along [from, from + count) of its buffer (the
   // columns the caller reads: a column tile reads <= 1024 of a row of up to 65536) and points the
   // leaf there.
   void fill(index_t from = 0, index_t count = -1) const {
-    for (const leaf& l : leaves_) l.splat(l.self, buffer_.get() + l.offset, from, count < 0 ? n_ - from : count);
+    for (const leaf& l : leaves_) l.splat(l.self, buffer_.data() + l.offset, from, count < 0 ? n_ - from : count);
   }
   bool empty() const { return leaves_.empty(); }
 
@@ -57,7 +51,7 @@ class splat_rows {
   };
   index_t n_;
   small_vector<leaf, 8> leaves_;
-  std::unique_ptr<unsigned char[], aligned_delete> buffer_;
+  scratch_buffer<4096> buffer_;  // rows of up to 1024 floats in place
 };
 
 }  // namespace fuse::detail

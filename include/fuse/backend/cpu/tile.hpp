@@ -15,8 +15,6 @@
 #pragma once
 
 #include <cstddef>
-#include <memory>
-#include <new>
 
 #include "fuse/backend/cpu/splat.hpp"
 #include "fuse/core/evaluator.hpp"
@@ -77,7 +75,7 @@ class tile_rows {
         leaves_.push_back({t.self, t.tile, bytes, nullptr, 0});
         bytes += (static_cast<std::size_t>(k * n) * t.elem_bytes + 63) / 64 * 64;
       });
-      buffer_.reset(static_cast<unsigned char*>(::operator new(bytes, std::align_val_t(64))));
+      buffer_.reserve(bytes);
       rows_ = k;
     }
   }
@@ -90,7 +88,7 @@ class tile_rows {
       // The same row as last time is not copied again, unless this tile is longer than the copies
       // made then (a thread's first tile can stop short at the end of the next-to-last axis).
       const void* held = rows <= l.rows ? l.last : nullptr;
-      const void* source = l.tile(l.self, buffer_.get() + l.offset, n_, rows * n_, held);
+      const void* source = l.tile(l.self, buffer_.data() + l.offset, n_, rows * n_, held);
       if (source != held) l.rows = rows;  // copied
       l.last = source;
     }
@@ -106,7 +104,7 @@ class tile_rows {
   };
   index_t n_, rows_ = 1;
   small_vector<leaf, 8> leaves_;
-  std::unique_ptr<unsigned char[], aligned_delete> buffer_;
+  scratch_buffer<8192> buffer_;  // a tile (~tile_elements) of one or two leaves in place
 };
 
 }  // namespace fuse::detail
