@@ -6,6 +6,7 @@
 //   rms_norm     [16384, 1024] with gamma
 //   softmax_short [65536, 256], rms_norm_short [262144, 64]: rows short enough that per-row costs show
 //   softmax_router [1048576, 8]: a mixture-of-experts router over 8 experts, rows shorter than a vector
+//   softmax_router_temp: the same over x * t[m, 1] (a per-row temperature, read through rows of copies)
 //   sum_squares  sum(x * x) over 2^25 floats
 //   variance     var(x) over the same 2^25 floats (one row split across the threads)
 #include <cmath>
@@ -25,9 +26,11 @@ struct rows_data {
   index_t m, n;
   fuse::tensor<float, 2> x, y;
   fuse::tensor<float, 1> gamma, beta;
-  rows_data(index_t m_, index_t n_) : m(m_), n(n_), x(m_, n_), y(m_, n_), gamma(n_), beta(n_) {
+  fuse::tensor<float, 2> temp;  // [m, 1]: a per-row temperature
+  rows_data(index_t m_, index_t n_) : m(m_), n(n_), x(m_, n_), y(m_, n_), gamma(n_), beta(n_), temp(m_, 1) {
     bench::fill_random(x, 11, -4.f, 4.f), bench::fill_random(y, 12);
     bench::fill_random(gamma, 13, 0.5f, 1.5f), bench::fill_random(beta, 14, -0.5f, 0.5f);
+    bench::fill_random(temp, 15, 0.5f, 2.f);
   }
   double bytes() const { return 2.0 * double(m) * double(n) * sizeof(float); }
 };
@@ -40,6 +43,7 @@ void run_fuse(benchmark::State& s, rows_data& d, Exec exec, Make make) {
 }
 
 auto softmax_of = [](rows_data& d) { return fuse::softmax(d.x, fuse::axis<-1>); };
+auto softmax_temp_of = [](rows_data& d) { return fuse::softmax(d.x * d.temp, fuse::axis<-1>); };
 auto layer_norm_of = [](rows_data& d) { return fuse::layer_norm(d.x, d.gamma, d.beta, 1e-5); };
 auto rms_norm_of = [](rows_data& d) { return fuse::rms_norm(d.x, d.gamma, 1e-6); };
 
@@ -90,6 +94,8 @@ void softmax_hand(benchmark::State& s, index_t m, index_t n) {
 }
 
 // Rows of a few elements (a router's 8 experts): plain loops per row, as a user writes them.
+// Scaled: of x times the row's temperature.
+template <bool Scaled = false>
 void softmax_tiny_hand(benchmark::State& s, index_t m, index_t n) {
   rows_data d(m, n);
   for (auto _ : s) {
@@ -97,11 +103,16 @@ void softmax_tiny_hand(benchmark::State& s, index_t m, index_t n) {
     for (index_t r = 0; r < m; ++r) {
       const float* __restrict__ x = d.x.data() + r * n;
       float* __restrict__ y = d.y.data() + r * n;
-      float mx = x[0];
-      for (index_t i = 1; i < n; ++i) mx = std::max(mx, x[i]);
+      [[maybe_unused]] const float t = d.temp.data()[r];
+      auto at = [&](index_t i) {
+        if constexpr (Scaled) return x[i] * t;
+        else return x[i];
+      };
+      float mx = at(0);
+      for (index_t i = 1; i < n; ++i) mx = std::max(mx, at(i));
       float sum = 0;
 #pragma omp simd reduction(+ : sum)
-      for (index_t i = 0; i < n; ++i) sum += (y[i] = fuse::math::exp(x[i] - mx));
+      for (index_t i = 0; i < n; ++i) sum += (y[i] = fuse::math::exp(at(i) - mx));
       const float inv = 1.f / sum;
       for (index_t i = 0; i < n; ++i) y[i] *= inv;
     }
@@ -331,6 +342,9 @@ const auto reg = [] {
   add("softmax_router/fused", [](benchmark::State& s) { rows_data d(1048576, 8); run_fuse(s, d, fuse::cpu{}, softmax_of); });
   add("softmax_router/eager", [](benchmark::State& s) { rows_data d(1048576, 8); run_fuse(s, d, fuse::eager(fuse::cpu{}), softmax_of); });
   add("softmax_router/hand", [](benchmark::State& s) { softmax_tiny_hand(s, 1048576, 8); });
+  add("softmax_router_temp/copy", [](benchmark::State& s) { bench::copy_baseline(s, 2.0 * 1048576 * 8 * 4); });
+  add("softmax_router_temp/fused", [](benchmark::State& s) { rows_data d(1048576, 8); run_fuse(s, d, fuse::cpu{}, softmax_temp_of); });
+  add("softmax_router_temp/hand", [](benchmark::State& s) { softmax_tiny_hand<true>(s, 1048576, 8); });
   add("sum_squares/copy", [](benchmark::State& s) { bench::copy_baseline(s, kSumN * 4.0); });
   add("sum_squares/fused", [](benchmark::State& s) { sum_squares_fuse(s, fuse::cpu{}); });
   add("sum_squares/fused_square", [](benchmark::State& s) { sum_data d; float v = 0; for (auto _ : s) benchmark::DoNotOptimize(v = fuse::eval(fuse::sum(fuse::square(d.x)))); d.check(s, v); bench::set_bytes(s, kSumN * 4.0); });
