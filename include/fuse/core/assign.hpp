@@ -70,15 +70,36 @@ auto materialise_group(const Exec& exec, computed_for<Exec>& computed, const E& 
   return tmp;
 }
 
+// Would split_group<R, M, false> give e back unchanged (every reduction it meets joins the group,
+// as in softmax, layer norm, rms norm)? Then it returns e itself: the rebuild copies each subtree
+// once per level above it and recomputes every node's broadcast shape (softmax over [4, 16], one
+// thread: a third of the assign's time).
+template <std::size_t R, std::uint32_t M, class E>
+constexpr bool splits_nothing() {
+  auto kept = []<class A>(std::type_identity<A>) { return stays_in_group<A, R, M> && splits_nothing<R, M, A>(); };
+  if constexpr (is_reduce_v<E>) {
+    return kept(std::type_identity<std::remove_cvref_t<decltype(std::declval<const E&>().child)>>{});
+  } else if constexpr (E::kind == node_kind::elementwise && reduction_count_v<E> > 0) {
+    return [&]<class... A>(std::type_identity<tuple<A...>>) {
+      return (kept(std::type_identity<A>{}) && ...);
+    }(std::type_identity<std::remove_cvref_t<decltype(std::declval<const E&>().args)>>{});
+  } else {
+    return true;
+  }
+}
+
 // e with reductions replaced by views of their results, each computed first as a group of its own:
 // - Every = false: the reductions that do not join the group (rank R, row axes M) (as
 //   plan/fusion.hpp);
 // - Every = true, when run-time shapes broke the group: every reduction below the root, innermost
 //   first, so that each is a one-phase kernel over a reduction-free operand. (Materialising a
 //   whole nested reduction instead would compile another multi-phase kernel for a rare path.)
+// Returns e itself (a reference) where nothing splits or there is no reduction to replace.
 template <std::size_t R, std::uint32_t M, bool Every, class Exec, class E>
-auto split_group(const Exec& exec, computed_for<Exec>& computed, const E& e) {
-  auto operand = [&]<class A>(const A& x) {
+decltype(auto) split_group(const Exec& exec, computed_for<Exec>& computed, const E& e) {
+  constexpr bool rebuilt = is_reduce_v<E> || (E::kind == node_kind::elementwise && reduction_count_v<E> > 0);
+  if constexpr (!rebuilt || (!Every && splits_nothing<R, M, E>())) return (e);
+  else return rebuild_over(e, [&]<class A>(const A& x) {
     if constexpr (Every && is_reduce_v<A>) {
       // Its operand is reduction-free now: one fallback kernel, no fresh assign_fused (whose
       // checks the whole expression has passed, and whose fast paths a rare path does not need).
@@ -93,30 +114,7 @@ auto split_group(const Exec& exec, computed_for<Exec>& computed, const E& e) {
     } else {
       return materialise_group(exec, computed, x);
     }
-  };
-  if constexpr (is_reduce_v<E> || (E::kind == node_kind::elementwise && reduction_count_v<E> > 0)) {
-    return rebuild_over(e, operand);  // the operands' kernels run left to right, as the plan lists them
-  } else {
-    return e;
-  }
-}
-
-// Does split_group<R, M, false> give e back unchanged (every reduction it meets joins the group,
-// as in softmax, layer norm, rms norm)? Then the caller reads e itself: the rebuild copies each
-// subtree once per level above it and recomputes every node's broadcast shape (softmax over
-// [4, 16], one thread: a third of the assign's time).
-template <std::size_t R, std::uint32_t M, class E>
-constexpr bool splits_nothing() {
-  auto kept = []<class A>(std::type_identity<A>) { return stays_in_group<A, R, M> && splits_nothing<R, M, A>(); };
-  if constexpr (is_reduce_v<E>) {
-    return kept(std::type_identity<std::remove_cvref_t<decltype(std::declval<const E&>().child)>>{});
-  } else if constexpr (E::kind == node_kind::elementwise && reduction_count_v<E> > 0) {
-    return [&]<class... A>(std::type_identity<tuple<A...>>) {
-      return (kept(std::type_identity<A>{}) && ...);
-    }(std::type_identity<std::remove_cvref_t<decltype(std::declval<const E&>().args)>>{});
-  } else {
-    return true;
-  }
+  });  // the operands' kernels run left to right, as the plan lists them
 }
 
 template <bool Fallback = false, class Exec, class It>
@@ -206,10 +204,7 @@ void assign_fused_as_is(const Exec& exec, D&& d, const E& e, computed_for<Exec>*
     constexpr std::size_t R = group::rank;
     computed_for<Exec> own;
     computed_for<Exec>& table = computed ? *computed : own;
-    const auto& g = [&]() -> decltype(auto) {
-      if constexpr (splits_nothing<R, group::mask, E>()) return (e);  // (a reference to e)
-      else return split_group<R, group::mask, false>(exec, table, e);
-    }();
+    const auto& g = split_group<R, group::mask, false>(exec, table, e);
     const shape_t<R> shape = group_shape(e, dst.shape);
     using G = std::remove_cvref_t<decltype(g)>;
     // Root reductions that the row kernel reads badly: over leading axes (by columns; with their
@@ -261,12 +256,8 @@ constexpr auto default_executor() {
 template <class Exec, class D, class E>
   requires((expression<D>) && operand<E>)
 void assign(const Exec& exec, D&& y, E&& e) {
-  static_assert(!detail::is_owned_view_v<std::remove_cvref_t<D>>,
-                "fuse::assign: the destination is read-only (a view of a temporary tensor, such as "
-                "transpose(fuse::eval(e)))");
-  static_assert(requires { y.data(); y.strides(); },
-                "fuse::assign: the destination must be a tensor or a view; an expression (x + y, exp(x), a "
-                "reduction, full, iota, take) cannot be written");
+  static_assert(!detail::is_owned_view_v<std::remove_cvref_t<D>>, "fuse::assign: " FUSE_READ_ONLY_DESTINATION);
+  static_assert(requires { y.data(); y.strides(); }, "fuse::assign: " FUSE_NOT_A_DESTINATION);
   if constexpr (expression<E>)
     static_assert(detail::check_static_assignable<std::remove_cvref_t<D>::static_shape, std::remove_cvref_t<E>::static_shape>());
   auto held = detail::hold_operand(std::forward<E>(e));
@@ -294,13 +285,9 @@ void assign(D&& y, E&& e) {
   template <expression D, operand E>                                                          \
   decltype(auto) operator OP##=(D&& x, E&& e) {                                               \
     constexpr bool read_only = detail::is_owned_view_v<std::remove_cvref_t<D>>;               \
-    static_assert(!read_only,                                                                 \
-                  "fuse::operator" #OP "=: the destination is read-only (a view of a temporary " \
-                  "tensor, such as transpose(fuse::eval(e)))");                               \
+    static_assert(!read_only, "fuse::operator" #OP "=: " FUSE_READ_ONLY_DESTINATION);          \
     constexpr bool writable = requires(std::remove_cvref_t<D>& d) { d.data(); d.strides(); }; \
-    static_assert(writable || read_only,                                                      \
-                  "fuse::operator" #OP "=: the destination must be a tensor or a view; an expression " \
-                  "(x + y, exp(x), a reduction, full, iota, take) cannot be written");       \
+    static_assert(writable || read_only, "fuse::operator" #OP "=: " FUSE_NOT_A_DESTINATION);   \
     static_assert(!(#OP[0] == '/' && std::is_integral_v<typename std::remove_cvref_t<D>::value_type>), \
                   "fuse::operator/=: an integer x: true division runs in double (int64 values above " \
                   "2^53 would change) and NumPy raises for it; write x = fuse::cast<...>(x / e)");  \

@@ -24,12 +24,8 @@ void check_copy_shapes(const D& dst, const S& src) {
 // data() is const.)
 template <class D>
 void check_copy_destination(D& dst) {
-  static_assert(!is_owned_view_v<std::remove_const_t<D>>,
-                "fuse::copy: the destination is read-only (a view of a temporary tensor, such as "
-                "transpose(fuse::eval(e)))");
-  static_assert(requires { dst.data(); dst.strides(); },
-                "fuse::copy: the destination must be a tensor or a view; an expression (x + y, exp(x), a "
-                "reduction, full, iota, take) cannot be written");
+  static_assert(!is_owned_view_v<std::remove_const_t<D>>, "fuse::copy: " FUSE_READ_ONLY_DESTINATION);
+  static_assert(requires { dst.data(); dst.strides(); }, "fuse::copy: " FUSE_NOT_A_DESTINATION);
   if constexpr (requires { dst.data(); dst.strides(); }) {
     constexpr bool writable = !std::is_const_v<std::remove_reference_t<decltype(*dst.data())>>;
     static_assert(writable, "fuse::copy: the destination is read-only (a view of const data)");

@@ -42,6 +42,13 @@ enum class memory_space { any, host, device };
     return *this;                                                                                    \
   }
 
+// The words of the misuse messages that several functions share (static_assert texts; string
+// literals, so that "fuse::copy: " FUSE_NOT_A_DESTINATION concatenates).
+#define FUSE_EXPRESSION_KINDS "an expression (x + y, exp(x), a reduction, full, iota, take)"
+#define FUSE_NOT_A_DESTINATION "the destination must be a tensor or a view; " FUSE_EXPRESSION_KINDS " cannot be written"
+#define FUSE_READ_ONLY_DESTINATION \
+  "the destination is read-only (a view of a temporary tensor, such as transpose(fuse::eval(e)))"
+
 // `expr = value` on a node (`sum(x, axis<0>) = b`, `(x + y) = 0.f`) is misuse: only tensors and
 // views are destinations. Without this the compiler's first line is "no match for operator=".
 // (So is rebinding `auto e = x + 1.f;` to an expression of another type, `e = x * 2.f`.)
@@ -49,10 +56,8 @@ enum class memory_space { any, host, device };
   template <class Value_>                                                                            \
     requires(!std::is_same_v<std::remove_cvref_t<Value_>, Self>)                                     \
   Self& operator=(Value_&&) {                                                                        \
-    static_assert(sizeof(Value_) == 0,                                                               \
-                  "fuse::assign: the destination must be a tensor or a view; an expression (x + y, " \
-                  "exp(x), a reduction, full, iota, take) cannot be written, nor rebound to an "     \
-                  "expression of another type");                                                     \
+    static_assert(sizeof(Value_) == 0, "fuse::assign: " FUSE_NOT_A_DESTINATION                       \
+                  ", nor rebound to an expression of another type");                                 \
     return *this;                                                                                    \
   }
 

@@ -32,13 +32,7 @@ template <std::size_t R>
 bool self_overlapping(const shape_t<R>& shape, const shape_t<R>& strides) {
   // Row-major contiguous (most destinations) cannot: answered here, not by offsets_collide's call
   // (a sixth of assigning x * 2.f + 1.f to a [4, 16] tensor, perf).
-  index_t expect = 1;
-  bool contiguous = true;
-  for (std::size_t i = R; i-- > 0;) {
-    contiguous = contiguous && (shape[i] == 1 || strides[i] == expect);
-    expect *= shape[i];
-  }
-  if (contiguous) return false;
+  if (is_row_major(shape, strides)) return false;
   std::array<std::array<index_t, 2>, R> axes{};  // {extent, stride} of the axes of extent > 1
   std::size_t n = 0;
   for (std::size_t i = 0; i < R; ++i)

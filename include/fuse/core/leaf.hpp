@@ -27,6 +27,18 @@ constexpr shape_t<R> contiguous_strides(const shape_t<R>& s) {
   return st;
 }
 
+// True if the strides are row-major contiguous for the shape: every axis of extent > 1 has the
+// product of the extents after it (an axis of extent 1 may have any stride, as in NumPy).
+template <std::size_t R>
+constexpr bool is_row_major(const shape_t<R>& shape, const shape_t<R>& strides) {
+  index_t expect = 1;
+  for (std::size_t d = R; d-- > 0;) {
+    if (shape[d] != 1 && strides[d] != expect) return false;
+    expect *= shape[d];
+  }
+  return true;
+}
+
 // Strides of a rank-L leaf seen through an execution space of rank R: trailing axes aligned,
 // an extent of 1 (or a missing axis) gets stride 0 so that it broadcasts.
 template <std::size_t R, std::size_t L>

@@ -186,8 +186,7 @@ class owned_view : public expr_tag {
   template <class E>
     requires(!std::is_same_v<std::remove_cvref_t<E>, owned_view>)
   owned_view& operator=(E&&) {
-    static_assert(sizeof(E) == 0, "fuse::assign: the destination is read-only (a view of a temporary tensor, "
-                                  "such as transpose(fuse::eval(e)))");
+    static_assert(sizeof(E) == 0, "fuse::assign: " FUSE_READ_ONLY_DESTINATION);
     return *this;
   }
 

@@ -95,21 +95,13 @@ constexpr auto slice(V&& v, index_t begin, index_t end, index_t step = 1) {
 template <class V, std::integral... I>
   requires detail::viewable<V>
 constexpr auto reshape(V&& v, I... e) {
-  constexpr std::size_t R = std::remove_cvref_t<V>::rank;
   constexpr std::size_t N = sizeof...(I);
   const auto shape = v.shape();
-  const auto strides = v.strides();
-  // Contiguous: every axis of extent > 1 has the row-major stride of the axes after it. An empty
-  // source is contiguous whatever its strides (NumPy: x[:, 3:3].reshape(0)).
-  const bool empty = shape_size(shape) == 0;
-  index_t expect = 1;
-  for (std::size_t d = R; d-- > 0;) {
-    if (!empty && shape[d] != 1 && strides[d] != expect)
-      throw shape_error("fuse::reshape: the source " + detail::format_shape(shape) + " is not contiguous");
-    expect *= shape[d];
-  }
-  shape_t<N> s{static_cast<index_t>(e)...};
   const index_t total = shape_size(shape);
+  // An empty source is contiguous whatever its strides (NumPy: x[:, 3:3].reshape(0)).
+  if (total != 0 && !detail::is_row_major(shape, v.strides()))
+    throw shape_error("fuse::reshape: the source " + detail::format_shape(shape) + " is not contiguous");
+  shape_t<N> s{static_cast<index_t>(e)...};
   index_t known = 1;
   int inferred = -1;
   for (std::size_t i = 0; i < N; ++i) {
@@ -180,34 +172,38 @@ auto reshape(V&& v, I... e) {
 
 // A view of an expression is misuse: the views are index arithmetic over memory, and an
 // expression has none until it is evaluated. Without these the compiler's first line was "no
-// matching function for call to transpose(...)".
+// matching function for call to transpose(...)". Each returns the expression, so that the
+// caller's use of the result is no second error.
 namespace detail {
 template <class E>
 concept unviewable_expression = expression<E> && !viewable<E> && !owned_source<E>;
-#define FUSE_NOT_A_VIEW_MESSAGE(NAME, FIX)                                                           \
-  "fuse::" NAME ": an expression (x + y, exp(x), a reduction, full, iota, take) has no memory to view; " \
-  "evaluate it first: " FIX
+#define FUSE_NOT_A_VIEW_MESSAGE(NAME, FIX) \
+  "fuse::" NAME ": " FUSE_EXPRESSION_KINDS " has no memory to view; evaluate it first: " FIX
 }  // namespace detail
 
 template <std::size_t... P, class E>
   requires detail::unviewable_expression<E>
-auto permute(E&&) {
+auto permute(E&& e) {
   static_assert(sizeof(E) == 0, FUSE_NOT_A_VIEW_MESSAGE("permute", "permute<...>(fuse::eval(e))"));
+  return std::forward<E>(e);
 }
 template <class E>
   requires detail::unviewable_expression<E>
-auto transpose(E&&) {
+auto transpose(E&& e) {
   static_assert(sizeof(E) == 0, FUSE_NOT_A_VIEW_MESSAGE("transpose", "transpose(fuse::eval(e))"));
+  return std::forward<E>(e);
 }
 template <int K, class E>
   requires detail::unviewable_expression<E>
-auto slice(E&&, index_t, index_t, index_t = 1) {
+auto slice(E&& e, index_t, index_t, index_t = 1) {
   static_assert(sizeof(E) == 0, FUSE_NOT_A_VIEW_MESSAGE("slice", "slice<k>(fuse::eval(e), begin, end)"));
+  return std::forward<E>(e);
 }
 template <class E, std::integral... I>
   requires detail::unviewable_expression<E>
-auto reshape(E&&, I...) {
+auto reshape(E&& e, I...) {
   static_assert(sizeof(E) == 0, FUSE_NOT_A_VIEW_MESSAGE("reshape", "reshape(fuse::eval(e), extents...)"));
+  return std::forward<E>(e);
 }
 #undef FUSE_NOT_A_VIEW_MESSAGE
 

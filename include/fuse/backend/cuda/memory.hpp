@@ -56,14 +56,7 @@ namespace detail {
 
 template <class V>
 bool is_contiguous(const V& v) {
-  const auto s = v.shape();
-  const auto st = v.strides();
-  index_t expect = 1;
-  for (std::size_t d = s.size(); d-- > 0;) {
-    if (s[d] != 1 && st[d] != expect) return false;
-    expect *= s[d];
-  }
-  return true;
+  return is_row_major(v.shape(), v.strides());
 }
 
 // The executor for memory in space S, on exec's stream when S is device memory.
