@@ -139,8 +139,10 @@ struct load_eval {
   static void splat_row(void* self, void* buffer, index_t from, index_t count) {
     auto& ev = *static_cast<load_eval*>(self);
     auto* copies = static_cast<value_type*>(buffer);
-    const value_type v = *ev.row;
-    for (index_t k = from; k < from + count; ++k) copies[k] = v;
+    if (count > 0) {  // (0: only points; ev.row may be a window's pointer, not the element)
+      const value_type v = *ev.row;
+      for (index_t k = from; k < from + count; ++k) copies[k] = v;
+    }
     ev.row = copies;
   }
   static const void* tile_row(void* self, void* buffer, index_t n, index_t count, const void* last) {

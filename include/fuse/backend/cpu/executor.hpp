@@ -108,11 +108,11 @@ void run_range(const It& it, const Ev& eval, index_t begin, index_t end, bool ti
   index_t i = begin % inner;
   stream_prefetch<R> pf(it, Stream);
   tile_rows tile(ev, Unit && tiled, inner, std::integral_constant<std::size_t, R>{});
-  const splat_rows splat(ev, Unit && it.splat && tile.rows() == 1, inner, std::integral_constant<std::size_t, R>{});
+  const splat_rows splat(ev, Unit && it.splat && tile.rows() == 1, inner, std::integral_constant<std::size_t, R>{}, splat_chunk);
   // Rows with leaves read through copies run a chunk of columns at a time (chunks aligned to
-  // multiples of splat_chunk): each chunk's copies are written just before the loop reads them,
-  // from L1. A whole row of copies (50 KB a leaf for an NCHW plane of 112 x 112) was read back
-  // from L2. The fill reads the element a seek points at, so each chunk seeks again.
+  // multiples of splat_chunk), every chunk of a row through one window of copies, written before
+  // the row's first chunk (splat_rows::fill_window) and read from L1. A whole row of copies (50 KB
+  // a leaf for an NCHW plane of 112 x 112) was read back from L2.
   const index_t chunk = splat.empty() ? std::numeric_limits<index_t>::max() : splat_chunk;
   while (begin < end) {
     // Rows this step covers: one, or a tile of whole rows left in this thread's range and along
@@ -129,10 +129,7 @@ void run_range(const It& it, const Ev& eval, index_t begin, index_t end, bool ti
     for (index_t c = i; c < stop;) {
       const index_t cend = std::min(stop, (c / chunk + 1) * chunk);
       if constexpr (Unit) {
-        if (!splat.empty()) {
-          if (c != i) ev.seek(outer);
-          splat.fill(c, cend - c);
-        }
+        if (!splat.empty()) splat.fill_window(c, c == i ? std::min(chunk, stop - c) : 0);
       }
       if constexpr (Stream) {
         write_streaming(row, ev, c, cend, pf);
