@@ -288,17 +288,18 @@ TEST_CASE("broadcast: leaves of stride 0 along the row (x * s[M, 1], NCHW * s[C,
 TEST_CASE("broadcast: rows of copies through one window a row (NCHW batch norm, ranges starting mid-row)", "[core][broadcast]") {
   // Rows longer than splat_chunk run chunk by chunk, every chunk of a row reading one window of
   // copies written before the row's first chunk (splat.hpp). 1-4 threads start their ranges
-  // inside rows and off the chunk grid, so a row's first chunk is shorter than the next ones.
+  // inside rows and off the chunk grid, so a row's first chunk is shorter than the next ones
+  // (each thread takes at least 32768 elements: both kernels have enough for 4).
   for (int threads : {1, 2, 3, 4}) {
     CAPTURE(threads);
     const fuse::cpu exec{.threads = threads};
     // An inference batch norm over planes of 61 x 67 (rows of 4087): three leaves of stride 0
     // along the row and a hoisted rsqrt per row.
-    auto x = random_tensor<float, 4>({3, 7, 61, 67}, 521);
+    auto x = random_tensor<float, 4>({5, 7, 61, 67}, 521);
     auto mean = random_tensor<float, 3>({7, 1, 1}, 522), gamma = random_tensor<float, 3>({7, 1, 1}, 523);
     auto beta = random_tensor<float, 3>({7, 1, 1}, 524);
     auto var = fuse::eval(fuse::abs(random_tensor<float, 3>({7, 1, 1}, 525)) + 0.1f);
-    fuse::tensor<float, 4> y(3, 7, 61, 67);
+    fuse::tensor<float, 4> y(5, 7, 61, 67);
     fuse::assign(exec, y, fuse::relu((x - mean) * fuse::rsqrt(var + 1e-5f) * gamma + beta));
     check_all(y, [&](const shape<4>& i) {
       const index_t c = i[1];
@@ -306,11 +307,11 @@ TEST_CASE("broadcast: rows of copies through one window a row (NCHW batch norm, 
       return std::max(v, 0.0);
     }, 1e-5);
     // Rows of 1000 doubles with a double and an int8 per-row operand, into a misaligned destination.
-    auto m = random_tensor<double, 2>({70, 1000}, 526);
-    auto rows = random_tensor<double, 2>({70, 1}, 527);
-    fuse::tensor<std::int8_t, 2> off(70, 1);
-    for (index_t r = 0; r < 70; ++r) off(r, 0) = std::int8_t(r * 3 - 100);
-    buffer<double, 2> out({70, 1000}, layout::misaligned, -7.0);
+    auto m = random_tensor<double, 2>({140, 1000}, 526);
+    auto rows = random_tensor<double, 2>({140, 1}, 527);
+    fuse::tensor<std::int8_t, 2> off(140, 1);
+    for (index_t r = 0; r < 140; ++r) off(r, 0) = std::int8_t(r % 70 * 3 - 100);
+    buffer<double, 2> out({140, 1000}, layout::misaligned, -7.0);
     fuse::assign(exec, out.view(), m * rows + off);
     check_all(out.view(), [&](const shape<2>& i) { return m(i[0], i[1]) * rows(i[0], 0) + off(i[0], 0); });
     CHECK(out.touched_outside() == 0);

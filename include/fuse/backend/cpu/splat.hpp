@@ -72,7 +72,7 @@ class splat_rows {
   static std::size_t round_up(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
   index_t n_;
   small_vector<leaf, 8> leaves_;
-  scratch_buffer<4096> buffer_;  // rows of up to 1024 floats in place
+  scratch_buffer<4096> buffer_;  // a row of up to 1024 floats in place (768 and its window)
 };
 
 }  // namespace fuse::detail
