@@ -172,8 +172,8 @@ auto reshape(V&& v, I... e) {
 
 // A view of an expression is misuse: the views are index arithmetic over memory, and an
 // expression has none until it is evaluated. Without these the compiler's first line was "no
-// matching function for call to transpose(...)". Each returns the expression, so that the
-// caller's use of the result is no second error.
+// matching function for call to transpose(...)". Each returns the expression (reshape an empty
+// view of the new rank), so that the caller's use of the result is no second error.
 namespace detail {
 template <class E>
 concept unviewable_expression = expression<E> && !viewable<E> && !owned_source<E>;
@@ -201,9 +201,11 @@ auto slice(E&& e, index_t, index_t, index_t = 1) {
 }
 template <class E, std::integral... I>
   requires detail::unviewable_expression<E>
-auto reshape(E&& e, I...) {
+auto reshape(E&&, I...) {
   static_assert(sizeof(E) == 0, FUSE_NOT_A_VIEW_MESSAGE("reshape", "reshape(fuse::eval(e), extents...)"));
-  return std::forward<E>(e);
+  // (Of the new rank, so that a use that depends on it is no second error either.)
+  using T = typename std::remove_cvref_t<E>::value_type;
+  return basic_view<const T, dextents<sizeof...(I)>, false, memory_space::host>(nullptr, dextents<sizeof...(I)>{});
 }
 #undef FUSE_NOT_A_VIEW_MESSAGE
 
