@@ -274,6 +274,95 @@ TEST_CASE("kernels_v: 1 for the layers and hand-written forms, 2 for a broadcast
     for (index_t j = 0; j < 16; ++j) CHECK(y(i, j) == x(i, j) - col(i, 0));
 }
 
+// A training batch norm over NCHW, relu((x - mean) * rsqrt(var + eps) * g + b) with the statistics
+// over N, H, W, in double per channel.
+template <class X, class G>
+std::vector<double> batch_norm_ref(const X& x, const G& g, const G& b) {
+  const auto s = x.shape();
+  const index_t n = s[0], c = s[1], h = s[2], w = s[3];
+  std::vector<double> out(static_cast<std::size_t>(n * c * h * w));
+  for (index_t k = 0; k < c; ++k) {
+    std::vector<double> v;
+    for (index_t i = 0; i < n; ++i)
+      for (index_t y = 0; y < h; ++y)
+        for (index_t z = 0; z < w; ++z) v.push_back(x(i, k, y, z));
+    const double m = v.empty() ? 0 : ref_mean(v), inv = v.empty() ? 0 : 1 / std::sqrt(ref_var(v) + 1e-5);
+    for (index_t i = 0; i < n; ++i)
+      for (index_t y = 0; y < h; ++y)
+        for (index_t z = 0; z < w; ++z)
+          out[static_cast<std::size_t>(((i * c + k) * h + y) * w + z)] =
+              std::max(0.0, (double(x(i, k, y, z)) - m) * inv * double(g(k, 0, 0)) + double(b(k, 0, 0)));
+  }
+  return out;
+}
+
+// Its statistics reduce axes that include the last, so the normalisation joins them: one row kernel,
+// each channel's row made of N runs of H * W (plan/fusion.hpp; three kernels before 2026-12-05).
+// Odd shapes, planes of one element, many short runs, rows past a reduction block, a misaligned
+// view whose runs are cut to W, a strided destination, in place, 1-3 threads, fused and eager;
+// an empty batch writes nothing. Data about 1e2, so that a one-pass variance would cancel.
+TEST_CASE("a training batch norm over NCHW is one row kernel: rows of N runs of H * W") {
+  auto bn = [](const auto& x, const auto& g, const auto& b) {
+    return fuse::relu((x - fuse::mean(x, fuse::axes<0, 2, 3>)) * fuse::rsqrt(fuse::var(x, fuse::axes<0, 2, 3>) + 1e-5f) * g + b);
+  };
+  using x4 = fuse::tensor<float, 4>&;
+  using g3 = fuse::tensor<float, 3>&;
+  static_assert(fuse::kernels_v<decltype(bn(std::declval<x4>(), std::declval<g3>(), std::declval<g3>()))> == 1);
+  // Over axes that leave the last out, the consumer still needs a kernel of its own.
+  static_assert(fuse::kernels_v<decltype(std::declval<x4>() - fuse::mean(std::declval<x4>(), fuse::axes<0, 1, 2>))> == 2);
+  unsigned seed = 60;
+  for (const auto& s : {fuse::shape_t<4>{3, 5, 7, 9}, fuse::shape_t<4>{2, 4, 1, 1}, fuse::shape_t<4>{40, 3, 2, 2},
+                        fuse::shape_t<4>{1, 3, 5, 5}, fuse::shape_t<4>{4, 2, 33, 31}, fuse::shape_t<4>{2, 3, 64, 70}}) {
+    CAPTURE(s[0], s[1], s[2], s[3]);
+    auto x = random<float, 4>(s, ++seed, 95, 105);
+    auto g = random<float, 3>({s[1], 1, 1}, ++seed, 0.5, 1.5);
+    auto b = random<float, 3>({s[1], 1, 1}, ++seed, -0.5, 0.5);
+    const auto e = bn(x, g, b);
+    const auto p = fuse::plan(e);
+    INFO(p);
+    REQUIRE(p.kernels == 1);
+    CHECK(p.lines[0].what.starts_with("row kernel, 2 phases [mean, var]"));
+    const auto want = batch_norm_ref(x, g, b);
+    for (int threads : {1, 2, 3}) {
+      CAPTURE(threads);
+      const fuse::cpu exec{.threads = threads};
+      for (const auto& y : {fuse::eval(exec, e), fuse::eval(fuse::eager(exec), e)})
+        for (index_t i = 0; i < y.size(); ++i) REQUIRE(close(y.data()[i], want[std::size_t(i)], 1e-4, 1e-4));
+    }
+  }
+  // A misaligned view (channels 1-5, columns 1-9 of 12): runs of 9, read through its strides; into
+  // columns 2-10 of a wider destination, whose other columns stay as they were.
+  auto big = random<float, 4>({3, 7, 6, 12}, 70, 95, 105);
+  auto xv = fuse::slice<3>(fuse::slice<1>(big, 1, 6), 1, 10);
+  auto g = random<float, 3>({5, 1, 1}, 71, 0.5, 1.5);
+  auto b = random<float, 3>({5, 1, 1}, 72, -0.5, 0.5);
+  const auto want = batch_norm_ref(xv, g, b);
+  for (int threads : {1, 2}) {
+    CAPTURE(threads);
+    fuse::tensor<float, 4> out(3, 5, 6, 12);
+    fuse::assign(out, fuse::full<float>(out.shape(), 7.f));
+    auto yv = fuse::slice<3>(out, 2, 11);
+    fuse::assign(fuse::cpu{.threads = threads}, yv, bn(xv, g, b));
+    for (index_t i = 0; i < 3; ++i)
+      for (index_t k = 0; k < 5; ++k)
+        for (index_t y = 0; y < 6; ++y)
+          for (index_t z = 0; z < 12; ++z) {
+            const double ref = z >= 2 && z < 11 ? want[std::size_t(((i * 5 + k) * 6 + y) * 9 + z - 2)] : 7.0;
+            REQUIRE(close(out(i, k, y, z), ref, 1e-4, 1e-4));
+          }
+  }
+  // In place: the result of a fresh tensor.
+  auto x = random<float, 4>({3, 4, 5, 6}, 73, 95, 105);
+  auto g4 = random<float, 3>({4, 1, 1}, 74, 0.5, 1.5);
+  auto b4 = random<float, 3>({4, 1, 1}, 75, -0.5, 0.5);
+  const auto before = batch_norm_ref(x, g4, b4);
+  x = bn(x, g4, b4);
+  for (index_t i = 0; i < x.size(); ++i) REQUIRE(close(x.data()[i], before[std::size_t(i)], 1e-4, 1e-4));
+  // An empty batch: nothing to write, no error.
+  fuse::tensor<float, 4> none(0, 4, 5, 6);
+  CHECK(fuse::eval(bn(none, g4, b4)).size() == 0);
+}
+
 TEST_CASE("a group broken at run time: each reduction a one-phase kernel, innermost first, in plan and values") {
   // The group's rows have 2 elements (x is [8, 2]) and the reductions' operand 5: assign_fused's
   // split_group<..., true> runs max(b), then sum(exp(b - max)), then the elementwise root.

@@ -7,6 +7,7 @@
 //                    out(o, i) = epilogue(o, i, slots)   (or out(o) = slot[root] for a reduction root)
 #pragma once
 
+#include <bit>
 #include <cstring>
 #include <iterator>
 

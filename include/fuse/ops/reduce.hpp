@@ -4,6 +4,7 @@
 // consumer's kernel (see plan/fusion.hpp, backend/cpu/row_kernel.hpp).
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <limits>
 

@@ -5,17 +5,17 @@
 //  2. a kernel (a *group*) starts at the root and grows downwards through elementwise nodes,
 //     views, generators and leaves, which always join;
 //  3. a group has row axes: those of a reduction root, or else those of the first reduction met
-//     (pre-order) that reduces trailing axes. A reduction joins the group as a *phase* when it
-//     reduces exactly the group's row axes and those include the last axis (its result is then
-//     constant along the row and broadcast back: softmax, layer norm). Any other reduction starts
-//     a group of its own, whose small result the consumer reads as a leaf;
+//     (pre-order) whose axes include the last one. A reduction joins the group as a *phase* when
+//     it reduces exactly the group's row axes and those include the last axis (its result is then
+//     constant along the row and broadcast back: softmax, layer norm, a training batch norm over
+//     N, H, W of NCHW). Any other reduction starts a group of its own, whose small result the
+//     consumer reads as a leaf;
 //  4. kernels_v is the number of groups. The eager plan instead counts every interior node.
 // The executor (core/assign.hpp) follows the same rules; run-time shapes that break a group
 // (a joined reduction over an extent other than the group's) split it, and the plan says so.
 #pragma once
 
 #include <algorithm>
-#include <bit>
 #include <cstddef>
 
 #include "fuse/core/map_expr.hpp"
@@ -26,13 +26,11 @@ namespace fuse {
 
 namespace detail {
 
+// Do the axes in mask m, of a group of rank R, include the last one (so that a row is made of
+// contiguous runs)?
 template <std::size_t R>
-constexpr bool is_trailing_mask(std::uint32_t m) {
-  if (m == 0) return false;
-  const std::size_t n = static_cast<std::size_t>(std::popcount(m));
-  if (n > R) return false;
-  const std::uint32_t below = R - n >= 32 ? ~0u : (std::uint32_t(1) << (R - n)) - 1;
-  return m == (all_axes_mask<R> & ~below);
+constexpr bool includes_last_axis(std::uint32_t m) {
+  return ((m >> (R - 1)) & 1u) != 0;
 }
 
 // The row axes of reduction C seen from a group of rank R (operands align on trailing axes).
@@ -42,12 +40,17 @@ constexpr std::uint32_t group_mask_of() {
   else return C::mask << (R - C::child_rank);
 }
 
-// Pre-order search, through elementwise nodes only, for the first reduction over trailing axes.
+// Pre-order search, through elementwise nodes only, for the first reduction whose axes include the
+// last one (as joins_group asks of a phase): trailing axes (softmax), or runs of the last axes
+// (NCHW batch norm over axes<0, 2, 3>, whose rows are N runs of H * W). Until 2026-12-05 trailing
+// axes only: a training batch norm was three kernels (the mean, the variance, the normalisation),
+// x read three times; as one its channel is read from memory once ([16, 64, 112, 112], 2 threads:
+// 11 -> 20-21 GB/s, design.md §3).
 template <std::size_t R, class E>
 constexpr std::uint32_t first_row_mask() {
   if constexpr (is_reduce_v<E>) {
     constexpr std::uint32_t m = group_mask_of<E, R>();
-    return is_trailing_mask<R>(m) ? m : 0;
+    return includes_last_axis<R>(m) ? m : 0;
   } else if constexpr (E::kind == node_kind::elementwise) {
     return []<class... A>(const tuple<A...>*) {
       std::uint32_t m = 0;
@@ -121,7 +124,7 @@ shape_t<group_of<E>::rank> group_shape(const E& e, const shape_t<N>& out) {
 template <class C, std::size_t R, std::uint32_t M>
 constexpr bool joins_group_f() {
   if constexpr (!is_reduce_v<C>) return false;
-  else return M != 0 && group_mask_of<C, R>() == M && ((M >> (R - 1)) & 1u);
+  else return group_mask_of<C, R>() == M && includes_last_axis<R>(M);
 }
 template <class C, std::size_t R, std::uint32_t M>
 inline constexpr bool joins_group = joins_group_f<C, R, M>();
