@@ -90,6 +90,24 @@ TEST_CASE("cuda: a root of one value per row over longer rows (logsumexp) is one
   }
 }
 
+TEST_CASE("cuda: a training batch norm over NCHW is one row kernel (rows of N runs of H * W)") {
+  // Statistics over axes<0, 2, 3> and the normalisation in one kernel (plan/fusion.hpp): rows of
+  // N runs, short and long (warp, block, re-read), against the CPU.
+  for (const auto& s : {fuse::shape_t<4>{3, 5, 7, 9}, fuse::shape_t<4>{2, 4, 1, 1}, fuse::shape_t<4>{8, 16, 28, 28}, fuse::shape_t<4>{4, 3, 64, 70}}) {
+    auto hx = random_host<4>(s, unsigned(s[0] + s[2]), 95.f, 105.f);
+    auto hg = random_host<3>({s[1], 1, 1}, 11, 0.5f, 1.5f);
+    auto hb = random_host<3>({s[1], 1, 1}, 12);
+    fuse::device_tensor<float, 4> x(s);
+    fuse::device_tensor<float, 3> g(s[1], 1, 1), b(s[1], 1, 1);
+    fuse::copy(x, hx), fuse::copy(g, hg), fuse::copy(b, hb);
+    auto bn = [](const auto& x, const auto& g, const auto& b) {
+      return fuse::relu((x - fuse::mean(x, fuse::axes<0, 2, 3>)) * fuse::rsqrt(fuse::var(x, fuse::axes<0, 2, 3>) + 1e-5f) * g + b);
+    };
+    REQUIRE(fuse::plan(fuse::cuda{}, bn(x, g, b)).kernels == 1);
+    require_close(host_of(fuse::eval(fuse::cuda{}, bn(x, g, b))), fuse::eval(bn(hx, hg, hb)), 1e-4, 1e-4);
+  }
+}
+
 TEST_CASE("cuda: squeeze of a reduced axis (keepdims=False), alone and inside an expression; eager var") {
   for (auto [m, n] : {std::pair<long, long>{37, 33}, {300, 1024}, {3, 70001}}) {
     auto hx = random_host<2>({m, n}, unsigned(3 * m + n));
