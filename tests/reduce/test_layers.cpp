@@ -312,7 +312,8 @@ TEST_CASE("a training batch norm over NCHW is one row kernel: rows of N runs of 
   static_assert(fuse::kernels_v<decltype(std::declval<x4>() - fuse::mean(std::declval<x4>(), fuse::axes<0, 1, 2>))> == 2);
   unsigned seed = 60;
   for (const auto& s : {fuse::shape_t<4>{3, 5, 7, 9}, fuse::shape_t<4>{2, 4, 1, 1}, fuse::shape_t<4>{40, 3, 2, 2},
-                        fuse::shape_t<4>{1, 3, 5, 5}, fuse::shape_t<4>{4, 2, 33, 31}, fuse::shape_t<4>{2, 3, 64, 70}}) {
+                        fuse::shape_t<4>{40, 3, 7, 9}, fuse::shape_t<4>{1, 3, 5, 5}, fuse::shape_t<4>{4, 2, 33, 31},
+                        fuse::shape_t<4>{2, 3, 64, 70}}) {
     CAPTURE(s[0], s[1], s[2], s[3]);
     auto x = random<float, 4>(s, ++seed, 95, 105);
     auto g = random<float, 3>({s[1], 1, 1}, ++seed, 0.5, 1.5);
@@ -361,6 +362,52 @@ TEST_CASE("a training batch norm over NCHW is one row kernel: rows of N runs of 
   // An empty batch: nothing to write, no error.
   fuse::tensor<float, 4> none(0, 4, 5, 6);
   CHECK(fuse::eval(bn(none, g4, b4)).size() == 0);
+  // Doubles (16 lanes, runs up to 128 carried over, reduce_runs in row_reduce.hpp).
+  auto xd = random<double, 4>({30, 2, 3, 7}, 76, 95, 105);
+  auto gd = random<double, 3>({2, 1, 1}, 77, 0.5, 1.5);
+  auto bd = random<double, 3>({2, 1, 1}, 78, -0.5, 0.5);
+  const auto wantd = batch_norm_ref(xd, gd, bd);
+  const auto yd = fuse::eval(fuse::relu((xd - fuse::mean(xd, fuse::axes<0, 2, 3>)) * fuse::rsqrt(fuse::var(xd, fuse::axes<0, 2, 3>) + 1e-5) * gd + bd));
+  for (index_t i = 0; i < yd.size(); ++i) REQUIRE(close(yd.data()[i], wantd[std::size_t(i)], 1e-12, 1e-12));
+}
+
+// A softmax over axes 0 and 2 of [a, m, k], rows of a short runs of k (their lanes carried from run
+// to run): a NaN in one run, -inf in all of another row (NaN, as NumPy), a row whose largest values
+// are in its last run; against double loops.
+TEST_CASE("softmax over rows of short runs: NaN, -inf rows, the maximum in the last run") {
+  const auto nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (index_t k : {1, 5, 37, 200}) {
+    CAPTURE(k);
+    const index_t a = 23, m = 4;
+    auto x = random<float, 3>({a, m, k}, 80 + unsigned(k), -4, 4);
+    x(11, 1, k - 1) = nan;                                                // row 1: NaN in a middle run's tail
+    for (index_t i = 0; i < a; ++i)
+      for (index_t j = 0; j < k; ++j) x(i, 2, j) = -inf;                  // row 2: all -inf
+    for (index_t j = 0; j < k; ++j) x(a - 1, 3, j) += 9.f;                // row 3: its maximum in the last run
+    auto shifted = x - fuse::max(x, fuse::axes<0, 2>);
+    const auto e = fuse::exp(shifted) / fuse::sum(fuse::exp(shifted), fuse::axes<0, 2>);
+    static_assert(fuse::kernels_v<decltype(e)> == 1);
+    for (int threads : {1, 2}) {
+      CAPTURE(threads);
+      const auto y = fuse::eval(fuse::cpu{.threads = threads}, e);
+      const auto d = fuse::eval(fuse::cpu{.threads = threads}, shifted);  // the max alone: NaN must reach it
+      for (index_t r = 0; r < m; ++r) {
+        CAPTURE(r);
+        std::vector<double> row;
+        for (index_t i = 0; i < a; ++i)
+          for (index_t j = 0; j < k; ++j) row.push_back(x(i, r, j));
+        const double mx = ref_max(row);
+        double sum = 0;
+        for (double v : row) sum += std::exp(v - mx);
+        for (index_t i = 0; i < a; ++i)
+          for (index_t j = 0; j < k; ++j) {
+            const double ref = std::isnan(mx) || std::isinf(mx) ? std::numeric_limits<double>::quiet_NaN() : std::exp(double(x(i, r, j)) - mx) / sum;
+            REQUIRE(close(y(i, r, j), ref, 2e-5, 1e-30));
+            REQUIRE(close(d(i, r, j), double(x(i, r, j)) - mx, 1e-6, 1e-6));
+          }
+      }
+    }
+  }
 }
 
 TEST_CASE("a group broken at run time: each reduction a one-phase kernel, innermost first, in plan and values") {

@@ -252,6 +252,63 @@ typename Op::template total_t<Acc> reduce_row_at(Ev ev, const index_t* idx, row_
   return reduce_range<Op, Acc, Unit>(ev, begin, end, pf, store);
 }
 
+// Rows made of many short runs (a training batch norm's channel over 7 x 7 planes: N runs of 49
+// elements, row_iteration's sub-rows): through reduce_row_at each run set up and folded
+// reduce_block's 32 lanes for 49 elements, and its last 17 went through one accumulator in order.
+// Here the lanes carry over from run to run, a run's tail into the first lanes, each its own, and
+// they move into the total once they hold 8 * W elements or more: with runs of at most 8 * W, no
+// float lane takes more than 16 additions before it does (as reduce_block's chunks). Finite: as
+// reduce_block (a probe for NaN; `clean` false asks the caller to repeat the row exactly).
+template <class Op, class Acc, bool Finite, class Ev, std::size_t R>
+typename Op::template total_t<Acc> reduce_runs(const Ev& operand, const index_t* shape, std::size_t inner_first,
+                                               index_t* idx, index_t runs, index_t begin, index_t end,
+                                               row_copies<R>* copies, bool& clean) {
+  using Total = typename Op::template total_t<Acc>;
+  constexpr int W = block_lanes<Acc>;
+  Total total = Op::template identity<Total>();
+  Acc lane[W], probe[W];
+  FUSE_SIMD_LOOP
+  for (int l = 0; l < W; ++l) lane[l] = lane_identity<Op, Acc>(), probe[l] = lane_identity<sum_op, Acc>();
+  const auto take = [&](int l, Acc v) {
+    if constexpr (Finite) lane[l] = Op::finite_combine(lane[l], v), probe[l] += v;
+    else lane[l] = Op::combine(lane[l], v);
+  };
+  const auto fold = [&] {
+    if constexpr (Finite) return fold_pairwise<W>(lane, [](Acc x, Acc y) { return Op::finite_combine(x, y); });
+    else return fold_pairwise<W>(lane, [](Acc x, Acc y) { return Op::combine(x, y); });
+  };
+  index_t held = 0;  // elements in the lanes
+  for (index_t s = 0; s < runs; ++s) {
+    unflatten(s, shape, inner_first, R - 1, idx);
+    const Ev ev = seeked(operand, idx, copies);
+    index_t i = begin;
+    for (; i + W <= end; i += W) {
+      FUSE_SIMD_LOOP
+      for (int l = 0; l < W; ++l) take(l, static_cast<Acc>(ev.template at<true>(i + l)));
+    }
+    const int rest = int(end - i);
+    for (int l = 0; l < rest; ++l) take(l, static_cast<Acc>(ev.template at<true>(i + l)));
+    held += end - begin;
+    if (held >= 8 * W) {
+      total = Op::combine(total, static_cast<Total>(fold()));
+      FUSE_SIMD_LOOP
+      for (int l = 0; l < W; ++l) lane[l] = lane_identity<Op, Acc>();
+      held = 0;
+    }
+  }
+  if constexpr (Finite) {
+    const Acc sum = fold_pairwise<W>(probe, [](Acc x, Acc y) { return x + y; });
+    clean = sum == sum;  // false for NaN
+  }
+  return Op::combine(total, static_cast<Total>(fold()));
+}
+
+// Are a row's runs short enough for reduce_runs (see there)?
+template <class Acc>
+bool short_runs(index_t runs, index_t run_elements) {
+  return runs > 1 && run_elements <= 8 * block_lanes<Acc>;
+}
+
 // What a row kernel decides once about each phase: its operand's shared subtrees
 // (shared_subtree.hpp) and its mask (row_mask.hpp).
 struct phase_plan {
@@ -345,6 +402,17 @@ auto reduce_row(const Phase& p, const phase_plan& plan, const index_t* shape, st
   index_t sub = 1;
   for (std::size_t d = inner_first; d < R - 1; ++d) sub *= shape[d];
   with_shared(p.child, plan.shared, [&](const auto& operand) {
+    if constexpr (Unit && std::is_null_pointer_v<Store>) {
+      if (!plan.mask.on && short_runs<Acc>(sub, end - begin)) {
+        bool clean = true;
+        if constexpr (has_finite_combine<Op, Acc>) {
+          total = reduce_runs<Op, Acc, true>(operand, shape, inner_first, idx, sub, begin, end, copies, clean);
+          if (clean) return;
+        }
+        total = reduce_runs<Op, Acc, false>(operand, shape, inner_first, idx, sub, begin, end, copies, clean);
+        return;
+      }
+    }
     for (index_t s = 0; s < sub; ++s) {
       unflatten(s, shape, inner_first, R - 1, idx);
       pf.seek(idx);
