@@ -5,6 +5,9 @@
 //   channel_norm    y = relu((x - mean) * rsqrt(var + eps) * gamma + beta), per-channel [C, 1, 1]
 //                   operands on the same NCHW x (an inference batch norm and ReLU; rsqrt once per
 //                   row, backend/cpu/hoist.hpp)
+//   batch_norm_train the same with the statistics of x itself, mean and var over axes<0, 2, 3>: one
+//                   row kernel per channel, its row 16 runs of 112 * 112 (plan/fusion.hpp); the
+//                   hand loop makes three passes over each channel
 //   column_sum      sum(x, axis<0>) on [8192, 4096] (backend/cpu/column_reduce.hpp)
 //   column_var      var(x, axis<0>) on the same x: the column mean, then the mean of squares about
 //                   it, each a column pass (plan/fusion.hpp: no phases over leading axes)
@@ -100,6 +103,48 @@ void channel_norm_hand(benchmark::State& s) {
       const float a = d.shift(c, 0, 0) / std::sqrt(var(c, 0, 0) + 1e-5f), m = d.scale(c, 0, 0), b = beta(c, 0, 0);
 #pragma omp simd
       for (index_t k = 0; k < kHW; ++k) y[p * kHW + k] = std::max((x[p * kHW + k] - m) * a + b, 0.f);
+    }
+    benchmark::ClobberMemory();
+  }
+  bench::set_bytes(s, d.bytes());
+}
+
+template <class Exec>
+void batch_norm_train_fuse(benchmark::State& s, Exec exec) {
+  channel_data d;  // scale as gamma, shift as beta
+  auto e = fuse::relu((d.x - fuse::mean(d.x, fuse::axes<0, 2, 3>)) * fuse::rsqrt(fuse::var(d.x, fuse::axes<0, 2, 3>) + 1e-5f) * d.scale + d.shift);
+  fuse::assign(exec, d.y, e);
+  for (auto _ : s) fuse::assign(exec, d.y, e), benchmark::ClobberMemory();
+  bench::set_bytes(s, d.bytes());
+}
+
+void batch_norm_train_hand(benchmark::State& s) {
+  channel_data d;
+  const float* __restrict__ x = d.x.data();
+  float* __restrict__ y = d.y.data();
+  constexpr float count = float(kN * kHW);
+  for (auto _ : s) {
+#pragma omp parallel for schedule(static)
+    for (index_t c = 0; c < kC; ++c) {
+      float sum = 0, sq = 0;
+      for (index_t n = 0; n < kN; ++n) {
+        const float* p = x + (n * kC + c) * kHW;
+#pragma omp simd reduction(+ : sum)
+        for (index_t k = 0; k < kHW; ++k) sum += p[k];
+      }
+      const float mean = sum / count;
+      for (index_t n = 0; n < kN; ++n) {
+        const float* p = x + (n * kC + c) * kHW;
+#pragma omp simd reduction(+ : sq)
+        for (index_t k = 0; k < kHW; ++k) sq += (p[k] - mean) * (p[k] - mean);
+      }
+      const float a = d.scale(c, 0, 0) / std::sqrt(sq / count + 1e-5f), b = d.shift(c, 0, 0) - mean * a;
+      for (index_t n = 0; n < kN; ++n) {
+        const float* p = x + (n * kC + c) * kHW;
+        float* q = y + (n * kC + c) * kHW;
+#pragma omp simd
+        for (index_t k = 0; k < kHW; ++k) q[k] = std::max(p[k] * a + b, 0.f);
+      }
     }
     benchmark::ClobberMemory();
   }
@@ -402,6 +447,10 @@ const auto reg = [] {
   add("channel_norm/fused", [](benchmark::State& s) { channel_norm_fuse(s, fuse::cpu{}); });
   add("channel_norm/eager", [](benchmark::State& s) { channel_norm_fuse(s, fuse::eager(fuse::cpu{})); });
   add("channel_norm/hand", channel_norm_hand);
+  add("batch_norm_train/copy", [](benchmark::State& s) { bench::copy_baseline(s, channel_data{}.bytes()); });
+  add("batch_norm_train/fused", [](benchmark::State& s) { batch_norm_train_fuse(s, fuse::cpu{}); });
+  add("batch_norm_train/eager", [](benchmark::State& s) { batch_norm_train_fuse(s, fuse::eager(fuse::cpu{})); });
+  add("batch_norm_train/hand", batch_norm_train_hand);
   add("column_sum/copy", [](benchmark::State& s) { bench::copy_baseline(s, column_data{}.bytes()); });
   add("column_sum/fused", [](benchmark::State& s) { column_fuse(s, fuse::cpu{}, column_sum_of); });
   add("column_sum/eager", [](benchmark::State& s) { column_fuse(s, fuse::eager(fuse::cpu{}), column_sum_of); });
