@@ -176,7 +176,7 @@ void with_hoisted(const It& it, hoist_mode mode, F&& f) {
     hoisted.per_row = true;
   } else {
     const index_t inner = it.shape[R - 1];
-    const std::size_t bytes = (static_cast<std::size_t>(inner) * sizeof(V) + 63) / 64 * 64;
+    const std::size_t bytes = whole_lines(static_cast<std::size_t>(inner) * sizeof(V));
     values.reset(static_cast<V*>(::operator new(bytes, std::align_val_t(64))));
     H h = hoisted.h;
     const index_t origin[R] = {};

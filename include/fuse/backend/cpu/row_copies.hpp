@@ -47,7 +47,7 @@ class row_copies {
   // of a row of several axes, may then refill on each pass: cheap on such short rows, and
   // cheaper than searching more rows, measured in design.md §4.)
   row_copies(index_t n, copied_leaves leaves)
-      : n_(n), stride_((static_cast<std::size_t>(n) * leaves.elem_bytes + 63) / 64 * 64) {
+      : n_(n), stride_(whole_lines(static_cast<std::size_t>(n) * leaves.elem_bytes)) {
     if (leaves.count == 0 || stride_ == 0) return;
     buffer_.reserve(leaves.count * stride_);
     for (std::size_t k = 0; k < leaves.count; ++k) rows_.push_back({nullptr, 0, 0});

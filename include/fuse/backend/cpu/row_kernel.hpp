@@ -13,7 +13,6 @@
 #include <array>
 #include <cstddef>
 #include <memory>
-#include <new>
 #include <optional>
 #include <vector>
 

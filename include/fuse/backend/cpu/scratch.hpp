@@ -13,6 +13,9 @@
 
 namespace fuse::detail {
 
+// bytes rounded up to whole 64-byte lines: each buffer of a scratch area starts on a line.
+constexpr std::size_t whole_lines(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
+
 // Frees what ::operator new(size, align_val_t(64)) gave (row buffers, of trivial types).
 struct aligned_delete {
   void operator()(void* p) const { ::operator delete(p, std::align_val_t(64)); }

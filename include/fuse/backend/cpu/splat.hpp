@@ -37,8 +37,8 @@ class splat_rows {
     ev.for_each_tracker([&](const tracker& t) {
       if (reading_along_row<R>(t) != along_row::copied) return;
       leaves_.push_back({t.self, t.splat, bytes, t.elem_bytes});
-      bytes += round_up(static_cast<std::size_t>(n) * t.elem_bytes);
-      if (window > 0) bytes += round_up(static_cast<std::size_t>(window) * t.elem_bytes);
+      bytes += whole_lines(static_cast<std::size_t>(n) * t.elem_bytes);
+      if (window > 0) bytes += whole_lines(static_cast<std::size_t>(window) * t.elem_bytes);
     });
     buffer_.reserve(bytes);
   }
@@ -56,7 +56,7 @@ class splat_rows {
   // planes (perf, 2026-12-05).
   void fill_window(index_t from, index_t count) const {
     for (const leaf& l : leaves_) {
-      unsigned char* const window = buffer_.data() + l.offset + round_up(static_cast<std::size_t>(n_) * l.elem_bytes);
+      unsigned char* const window = buffer_.data() + l.offset + whole_lines(static_cast<std::size_t>(n_) * l.elem_bytes);
       l.splat(l.self, window - from * static_cast<index_t>(l.elem_bytes), from, count);
     }
   }
@@ -69,7 +69,6 @@ class splat_rows {
     std::size_t offset;
     std::size_t elem_bytes;
   };
-  static std::size_t round_up(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
   index_t n_;
   small_vector<leaf, 8> leaves_;
   scratch_buffer<4096> buffer_;  // a row of up to 1024 floats in place (768 and its window)

@@ -73,7 +73,7 @@ class tile_rows {
       ev.for_each_tracker([&](const tracker& t) {
         if (tile_read_of<R>(t, n) != tile_read::copied) return;
         leaves_.push_back({t.self, t.tile, bytes, nullptr, 0});
-        bytes += (static_cast<std::size_t>(k * n) * t.elem_bytes + 63) / 64 * 64;
+        bytes += whole_lines(static_cast<std::size_t>(k * n) * t.elem_bytes);
       });
       buffer_.reserve(bytes);
       rows_ = k;
