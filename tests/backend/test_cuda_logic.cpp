@@ -247,8 +247,8 @@ TEST_CASE("cuda re-reading rows (simulated thread by thread): warp, block and cl
       check_layer([](const auto& a) { return fuse::logsumexp(a, fuse::axis<-1>); }, 0, x);
     }
   }
-  // Strided rows up to 1024 (a warp each), and rows over two axes (each element placed by
-  // place_in_row).
+  // Strided rows up to 1024 (a warp each), and rows over two axes (each thread walks its elements
+  // run by run, for_each_in_runs).
   auto strided = fuse_test::random_tensor<float>(shape<2>{7, 2 * 517}, 33);
   check_layer([](const auto& a) { return fuse::softmax(a, fuse::axis<-1>); }, 0, fuse::slice<1>(strided, 0, 2 * 517, 2));
   // Every other element along axis 1: the row axes (1, 2) do not merge.
@@ -262,6 +262,21 @@ TEST_CASE("cuda re-reading rows (simulated thread by thread): warp, block and cl
   CHECK(rereading_rows - before >= 2 * 3 * 4 + 3);
   // Contiguous, the same two row axes merge into one row of 18 * 13: registers.
   check_layer(softmax12, 1, cube);
+  // A training batch norm over NCHW: rows of N runs of H * W (plan/fusion.hpp), re-read. Runs
+  // shorter than a thread's step (6 against a warp's 32: a division per element), longer (35, 49;
+  // 1640 against a block's 256), and a cluster's 2048 over few long rows.
+  auto bn = [](const auto& a, const auto& g, const auto& b) {
+    return fuse::relu((a - fuse::mean(a, fuse::axes<0, 2, 3>)) * fuse::rsqrt(fuse::var(a, fuse::axes<0, 2, 3>) + 1e-5f) * g + b);
+  };
+  for (const auto& s : {shape<4>{6, 3, 2, 3}, shape<4>{3, 4, 5, 7}, shape<4>{20, 2, 7, 7}, shape<4>{5, 3, 40, 41}, shape<4>{2, 5, 60, 41}}) {
+    INFO("batch norm over " << s[0] << " x " << s[1] << " x " << s[2] << " x " << s[3]);
+    auto x = fuse_test::random_tensor<float>(s, 35 + s[0]);
+    auto g = fuse_test::random_tensor<float>(shape<3>{s[1], 1, 1}, 36);
+    auto b = fuse_test::random_tensor<float>(shape<3>{s[1], 1, 1}, 37);
+    const int rows = rereading_rows;
+    check_layer(bn, 0, x, g, b);
+    CHECK(rereading_rows - rows == 1);
+  }
 }
 
 TEST_CASE("cuda re-reading rows (simulated): float sums of long rows within 1e-6", "[cuda][rows][accuracy]") {

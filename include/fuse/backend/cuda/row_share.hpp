@@ -17,14 +17,31 @@ inline constexpr index_t warp_row_limit = 1024;
 // Elements a thread takes per trip (reduce_share, write_share).
 inline constexpr int share_unroll = 4;
 
-// The multi-index of row element r (row axes after inner_first) joined to the outer index.
-template <class It>
-FUSE_HOST_DEVICE FUSE_INLINE index_t place_in_row(const It& it, index_t* idx, index_t r) {
+// f(i, moved) for this thread's elements first, first + step, ... < count of a row made of several
+// runs (row axes that do not merge: an NCHW batch norm's N runs of H * W), i the element's place
+// in its run; idx is set to the run, and moved says it changed since the last call (seek again).
+// The run is carried from element to element: placing each (q = r / n, then unflatten) cost a
+// 64-bit division and a seek per element; a step shorter than the run costs a compare and a
+// subtraction, and a seek per run.
+template <class It, class F>
+FUSE_HOST_DEVICE FUSE_INLINE void for_each_in_runs(const It& it, index_t* idx, index_t first, index_t step, index_t count,
+                                                   F&& f) {
   constexpr std::size_t R = It::rank;
+  if (first >= count) return;
   const index_t n = it.shape[R - 1];
-  const index_t q = r / n;
+  index_t q = first / n, i = first - q * n;
   unflatten(q, it.shape, it.inner_first, R - 1, idx);
-  return r - q * n;
+  f(i, true);
+  for (index_t r = first + step; r < count; r += step) {
+    i += step;
+    const bool moved = i >= n;
+    if (moved) {
+      const index_t k = step < n ? 1 : i / n;
+      q += k, i -= k * n;
+      unflatten(q, it.shape, it.inner_first, R - 1, idx);
+    }
+    f(i, moved);
+  }
 }
 
 // This thread's share [first, row_elements) step `step` of phase p over the row at idx.
@@ -66,11 +83,10 @@ FUSE_HOST_DEVICE FUSE_INLINE Total reduce_share(const It& it, Phase& p, index_t*
     FUSE_UNROLL
     for (int u = 0; u < share_unroll; ++u) acc = Op::combine(acc, part[u]);
   } else {
-    for (index_t r = first; r < count; r += step) {
-      const index_t i = place_in_row(it, idx, r);
-      p.child.seek(idx);
+    for_each_in_runs(it, idx, first, step, count, [&](index_t i, bool moved) {
+      if (moved) p.child.seek(idx);
       acc = Op::combine(acc, static_cast<Acc>(p.child.template at<Unit>(i)));
-    }
+    });
   }
   return Op::combine(total, static_cast<Total>(acc));
 }
@@ -88,7 +104,7 @@ FUSE_HOST_DEVICE FUSE_INLINE void write_share(const It& it, Ev& ev, index_t* idx
     return;
   }
   if (it.inner_first + 1 >= R) {
-    // One row axis: seek once. Placing every element (place_in_row) cost a 64-bit division, an
+    // One row axis: seek once. Placing every element (its run by a division) cost a 64-bit division, an
     // index array in local memory and a seek per element (SASS of the cluster kernel, 2026-12-02).
     ev.seek(idx);
     T* row = it.out + row_offset<R>(it.out_stride, idx);
@@ -104,13 +120,12 @@ FUSE_HOST_DEVICE FUSE_INLINE void write_share(const It& it, Ev& ev, index_t* idx
     for (; r < count; r += step) row[r * os] = static_cast<T>(ev.template at<Unit>(r));
     return;
   }
-  for (index_t r = first; r < count; r += step) {
-    const index_t i = place_in_row(it, idx, r);
-    ev.seek(idx);
-    T* row = it.out + row_offset<R>(it.out_stride, idx);
+  T* row = nullptr;
+  for_each_in_runs(it, idx, first, step, count, [&](index_t i, bool moved) {
+    if (moved) ev.seek(idx), row = it.out + row_offset<R>(it.out_stride, idx);
     if constexpr (Unit) row[i] = ev.template at<true>(i);
     else row[i * it.out_stride[R - 1]] = ev.template at<false>(i);
-  }
+  });
 }
 
 }  // namespace fuse::detail
