@@ -278,9 +278,10 @@ typename Op::template total_t<Acc> reduce_runs(const Ev& operand, const index_t*
     else return fold_pairwise<W>(lane, [](Acc x, Acc y) { return Op::combine(x, y); });
   };
   index_t held = 0;  // elements in the lanes
+  Ev ev = operand;  // a private copy, seeked in place run by run (see seeked())
   for (index_t s = 0; s < runs; ++s) {
     unflatten(s, shape, inner_first, R - 1, idx);
-    const Ev ev = seeked(operand, idx, copies);
+    seek_row(ev, idx, copies);
     index_t i = begin;
     for (; i + W <= end; i += W) {
       FUSE_SIMD_LOOP

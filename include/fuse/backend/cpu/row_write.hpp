@@ -83,9 +83,10 @@ void write_row(const It& it, Ev& ev, index_t* idx, index_t begin, index_t end, b
   index_t sub = 1;
   for (std::size_t d = it.inner_first; d < R - 1; ++d) sub *= it.shape[d];
   const index_t os = it.out_stride[R - 1];
+  Ev e = ev;  // a private copy: the stores below cannot alias its per-row constants
   for (index_t s = 0; s < sub; ++s) {
     unflatten(s, it.shape, it.inner_first, R - 1, idx);
-    const Ev e = seeked(ev, idx, copies);  // a private copy: the stores below cannot alias its per-row constants
+    seek_row(e, idx, copies);
     T* row = it.out + row_offset<R>(it.out_stride, idx);
     if constexpr (Unit) {
       if constexpr (can_stream_v<T>) {
