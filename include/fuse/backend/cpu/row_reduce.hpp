@@ -255,10 +255,12 @@ typename Op::template total_t<Acc> reduce_row_at(Ev ev, const index_t* idx, row_
 // Rows made of many short runs (a training batch norm's channel over 7 x 7 planes: N runs of 49
 // elements, row_iteration's sub-rows): through reduce_row_at each run set up and folded
 // reduce_block's 32 lanes for 49 elements, and its last 17 went through one accumulator in order.
-// Here the lanes carry over from run to run, a run's tail into the first lanes, each its own, and
-// they move into the total once they hold 8 * W elements or more: with runs of at most 8 * W, no
-// float lane takes more than 16 additions before it does (as reduce_block's chunks). Finite: as
-// reduce_block (a probe for NaN; `clean` false asks the caller to repeat the row exactly).
+// Here the lanes carry over from run to run, a run's tail into the first lanes, each its own. A
+// float sum's lanes move into the (double) total once the first lane has taken 8 additions or
+// more (at most 15: runs are at most 8 * W long), as reduce_block's chunks of 8 * W; counted by
+// elements held instead, runs of 2 gave lanes 0 and 1 128 additions each (a review: a sum of
+// 32768 runs of two equal floats 1.3e-6 off, against 0 before). Finite: as reduce_block (a probe
+// for NaN; `clean` false asks the caller to repeat the row exactly).
 template <class Op, class Acc, bool Finite, class Ev, std::size_t R>
 typename Op::template total_t<Acc> reduce_runs(const Ev& operand, const index_t* shape, std::size_t inner_first,
                                                index_t* idx, index_t runs, index_t begin, index_t end,
@@ -277,7 +279,10 @@ typename Op::template total_t<Acc> reduce_runs(const Ev& operand, const index_t*
     if constexpr (Finite) return fold_pairwise<W>(lane, [](Acc x, Acc y) { return Op::finite_combine(x, y); });
     else return fold_pairwise<W>(lane, [](Acc x, Acc y) { return Op::combine(x, y); });
   };
-  index_t held = 0;  // elements in the lanes
+  // Float sums, means and products (the ops whose lanes combine in double): see above.
+  constexpr bool by_chunks = !std::is_same_v<Total, Acc>;
+  const int adds_per_run = int((end - begin + W - 1) / W);  // the first lane's, from each run
+  int adds = 0;                                              // the first lane's since the last move
   Ev ev = operand;  // a private copy, seeked in place run by run (see seeked())
   for (index_t s = 0; s < runs; ++s) {
     unflatten(s, shape, inner_first, R - 1, idx);
@@ -289,12 +294,11 @@ typename Op::template total_t<Acc> reduce_runs(const Ev& operand, const index_t*
     }
     const int rest = int(end - i);
     for (int l = 0; l < rest; ++l) take(l, static_cast<Acc>(ev.template at<true>(i + l)));
-    held += end - begin;
-    if (held >= 8 * W) {
+    if (by_chunks && (adds += adds_per_run) >= 8) {
       total = Op::combine(total, static_cast<Total>(fold()));
       FUSE_SIMD_LOOP
       for (int l = 0; l < W; ++l) lane[l] = lane_identity<Op, Acc>();
-      held = 0;
+      adds = 0;
     }
   }
   if constexpr (Finite) {
