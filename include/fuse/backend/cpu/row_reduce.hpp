@@ -268,9 +268,13 @@ typename Op::template total_t<Acc> reduce_runs(const Ev& operand, const index_t*
   using Total = typename Op::template total_t<Acc>;
   constexpr int W = block_lanes<Acc>;
   Total total = Op::template identity<Total>();
-  Acc lane[W], probe[W];
+  Acc lane[W], probe[W];  // (the probe set only where it is used, as in reduce_block)
   FUSE_SIMD_LOOP
-  for (int l = 0; l < W; ++l) lane[l] = lane_identity<Op, Acc>(), probe[l] = lane_identity<sum_op, Acc>();
+  for (int l = 0; l < W; ++l) lane[l] = lane_identity<Op, Acc>();
+  if constexpr (Finite) {
+    FUSE_SIMD_LOOP
+    for (int l = 0; l < W; ++l) probe[l] = lane_identity<sum_op, Acc>();
+  }
   const auto take = [&](int l, Acc v) {
     if constexpr (Finite) lane[l] = Op::finite_combine(lane[l], v), probe[l] += v;
     else lane[l] = Op::combine(lane[l], v);

@@ -104,8 +104,9 @@ FUSE_HOST_DEVICE FUSE_INLINE void write_share(const It& it, Ev& ev, index_t* idx
     return;
   }
   if (it.inner_first + 1 >= R) {
-    // One row axis: seek once. Placing every element (its run by a division) cost a 64-bit division, an
-    // index array in local memory and a seek per element (SASS of the cluster kernel, 2026-12-02).
+    // One row axis: seek once. Placing every element (r / n, then its multi-index) cost a 64-bit
+    // division, an index array in local memory and a seek per element (SASS of the cluster
+    // kernel, 2026-12-02).
     ev.seek(idx);
     T* row = it.out + row_offset<R>(it.out_stride, idx);
     const index_t os = Unit ? 1 : it.out_stride[R - 1];
