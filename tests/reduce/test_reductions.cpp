@@ -4,8 +4,11 @@
 
 using namespace rt;
 
+// (Rows of 32-256 elements take reduce_small_block, row_reduce.hpp: 32, 47 and 255 end in a tail,
+// 256 is its longest, 257 the next longer.)
 TEST_CASE("reductions over the last axis match a double reference (odd sizes, threads)") {
-  for (auto [m, n] : {std::pair<index_t, index_t>{1, 1}, {3, 17}, {129, 1}, {7, 1023}, {301, 517}, {2, 100003}}) {
+  for (auto [m, n] : {std::pair<index_t, index_t>{1, 1}, {3, 17}, {129, 1}, {5, 32}, {6, 47}, {4, 255}, {3, 256}, {3, 257},
+                      {7, 1023}, {301, 517}, {2, 100003}}) {
     auto x = random<float, 2>({m, n}, unsigned(m * 31 + n), 0.5, 2.0);
     auto s = fuse::eval(fuse::sum(x, fuse::axis<-1>));
     auto mx = fuse::eval(fuse::max(x, fuse::axis<1>));
@@ -143,7 +146,7 @@ TEST_CASE("layer_norm and rms_norm name themselves in shape errors (thrown as th
 }
 
 TEST_CASE("NaN propagates through max, min and sum from any position") {
-  for (index_t n : {index_t(1), index_t(37), index_t(100)}) {
+  for (index_t n : {index_t(1), index_t(37), index_t(100), index_t(255)}) {
     for (index_t pos : {index_t(0), n / 2, n - 1}) {
       auto x = random<float, 2>({2, n}, 10);
       x(1, pos) = std::numeric_limits<float>::quiet_NaN();

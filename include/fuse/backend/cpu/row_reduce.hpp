@@ -100,6 +100,67 @@ FUSE_INLINE Acc reduce_short_block(const Ev& ev, index_t b, index_t e, Store sto
   return a;
 }
 
+// The lanes set to the identity, and with Finite the NaN probe to 0 (only where it is used).
+template <class Op, class Acc, bool Finite, int W>
+FUSE_INLINE void start_lanes(Acc* lane, Acc* probe) {
+  FUSE_SIMD_LOOP
+  for (int l = 0; l < W; ++l) lane[l] = lane_identity<Op, Acc>();
+  if constexpr (Finite) {
+    FUSE_SIMD_LOOP
+    for (int l = 0; l < W; ++l) probe[l] = lane_identity<sum_op, Acc>();
+  }
+}
+
+// The lanes folded into one value. Finite: the lanes were combined with Op::finite_combine and
+// the probe summed the same values; `clean` says whether that sum, and so every value, was no NaN.
+template <class Op, class Acc, bool Finite, int W>
+FUSE_INLINE Acc fold_lanes(Acc* lane, Acc* probe, bool& clean) {
+  if constexpr (Finite) {
+    const Acc sum = fold_pairwise<W>(probe, [](Acc x, Acc y) { return x + y; });  // any order finds a NaN
+    clean = sum == sum;  // false for NaN
+    return fold_pairwise<W>(lane, [](Acc x, Acc y) { return Op::finite_combine(x, y); });
+  } else {
+    return fold_pairwise<W>(lane, [](Acc x, Acc y) { return Op::combine(x, y); });
+  }
+}
+
+// reduce_block of a range of at most small_block_max elements (rows of 32-256 floats: rms_norm
+// over attention heads of 64 or 128): half its lanes (two AVX2 vectors of floats), at most 16
+// additions a lane in the loop (as reduce_block's chunks), no chunks and no prefetch to set up
+// (row_prefetch asks for short rows whole). reduce_range inlines it for cheap operands without
+// a NaN probe (sums, means); the others reach it through reduce_block's call (inlined, softmax's
+// max and sum of exp made every row kernel over rows of 8 floats slower: 35 -> 40 ns a row).
+// Zen 3, one thread, rows in L2, ns a row before -> after (rms_norm / layer_norm / softmax):
+// 32 floats 27 / 50 / 66 -> 24 / 44 / 53; 40: 44 / 78 / 123 -> 28 / 51 / 83; 64: 31 / 55 / 84
+// -> 30 / 51 / 74; 100: 51 / 91 / 133 -> 39 / 67 / 111; 128: 43 / 73 / 116 -> 42 / 65 / 106;
+// 256: 55 / 98 / 189 -> 55 / 95 / 178 (the loop's bookkeeping, the chunks' set-up and the
+// serial tail of up to 31 elements were most of a short row's reduction).
+inline constexpr int small_block_adds = 16;
+template <class Acc>
+inline constexpr index_t small_block_max = index_t(block_lanes<Acc> / 2) * small_block_adds;
+template <class Op, class Acc, bool Unit, bool Finite, class Ev, class Store>
+FUSE_INLINE Acc reduce_small_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean) {
+  constexpr int W = block_lanes<Acc> / 2;
+  Acc lane[W], probe[W];
+  start_lanes<Op, Acc, Finite, W>(lane, probe);
+  const auto take = [&](int l, index_t i) {
+    const auto v = ev.template at<Unit>(i);
+    if constexpr (!std::is_null_pointer_v<Store>) store[i] = v;
+    if constexpr (Finite) lane[l] = Op::finite_combine(lane[l], static_cast<Acc>(v)), probe[l] += static_cast<Acc>(v);
+    else lane[l] = Op::combine(lane[l], static_cast<Acc>(v));
+  };
+  index_t i = b;
+  for (; i + W <= e; i += W) {
+    FUSE_SIMD_LOOP
+    for (int l = 0; l < W; ++l) take(l, i + l);
+  }
+  // The tail in order into the first lane, as reduce_block's. (Into lane l each, the lanes are
+  // indexed at run time and kept in memory; as one window of the last W elements, with those
+  // already taken masked, g++ 12 branched per element: either was slower on rows of 40 and 100.)
+  for (; i < e; ++i) take(0, i);
+  return fold_lanes<Op, Acc, Finite, W>(lane, probe, clean);
+}
+
 // Elements [b, e) of the current row folded with Op (W lanes, so that the compiler vectorises and
 // the latency of combine is hidden); with a buffer, also stores each element there (for the
 // epilogue, see row_cache.hpp). Finite: combines with Op::finite_combine and sums v on the side
@@ -119,15 +180,11 @@ Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean, c
   // (a probe, 2026-12-02) against the spec's 1e-6.
   constexpr bool by_chunks = !std::is_same_v<typename Op::template total_t<Acc>, Acc>;
   if (e - b < W) return reduce_short_block<Op, Acc, Unit, Finite>(ev, b, e, store, clean);
+  if (e - b <= small_block_max<Acc>) return reduce_small_block<Op, Acc, Unit, Finite>(ev, b, e, store, clean);
   // Each array is set only where it is used, and `chunks` only once a second chunk starts: on a
   // row of 64 floats, setting all three took 61 of ~430 instructions a row (callgrind, AVX2).
   Acc lane[W], probe[W], chunks[W];
-  FUSE_SIMD_LOOP
-  for (int l = 0; l < W; ++l) lane[l] = lane_identity<Op, Acc>();
-  if constexpr (Finite) {
-    FUSE_SIMD_LOOP
-    for (int l = 0; l < W; ++l) probe[l] = lane_identity<sum_op, Acc>();
-  }
+  start_lanes<Op, Acc, Finite, W>(lane, probe);
   bool chunked = false;  // chunks holds the lanes of the chunks before the current one
   index_t i = b;
   while (i + W <= e) {
@@ -173,16 +230,9 @@ Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean, c
       for (int l = 0; l < W; ++l) lane[l] = Op::combine(chunks[l], lane[l]);
     }
   }
-  if constexpr (Finite) {
-    // Any order detects a NaN.
-    const Acc sum = fold_pairwise<W>(probe, [](Acc x, Acc y) { return x + y; });
-    clean = sum == sum;  // false for NaN
-    // A clean block holds no NaN (the tail above is probed too), so the lanes combine with the
-    // cheap form as well; an unclean block's result is discarded (the caller repeats it).
-    return fold_pairwise<W>(lane, [](Acc x, Acc y) { return Op::finite_combine(x, y); });
-  } else {
-    return fold_pairwise<W>(lane, [](Acc x, Acc y) { return Op::combine(x, y); });
-  }
+  // A clean block holds no NaN (the tail above is probed too), so the lanes combine with the
+  // cheap form as well; an unclean block's result is discarded (the caller repeats it).
+  return fold_lanes<Op, Acc, Finite, W>(lane, probe, clean);
 }
 
 // ev seeked to the row idx; copies (if not null): its leaves that stay put along the row are
@@ -229,6 +279,8 @@ FUSE_INLINE typename Op::template total_t<Acc> reduce_range(const Ev& ev, index_
       } else {
         block = reduce_short_block<Op, Acc, Unit, false>(ev, b, e, store, clean);
       }
+    } else if (!has_finite_combine<Op, Acc> && streams_by_itself<Ev> && e - b <= small_block_max<Acc>) {
+      block = reduce_small_block<Op, Acc, Unit, false>(ev, b, e, store, clean);
     } else if constexpr (has_finite_combine<Op, Acc>) {
       block = reduce_block<Op, Acc, Unit, true>(ev, b, e, store, clean, pf);
       if (!clean) block = reduce_block<Op, Acc, Unit, false>(ev, b, e, nullptr, clean, pf);  // a NaN or inf: exact
@@ -269,12 +321,7 @@ typename Op::template total_t<Acc> reduce_runs(const Ev& operand, const index_t*
   constexpr int W = block_lanes<Acc>;
   Total total = Op::template identity<Total>();
   Acc lane[W], probe[W];  // (the probe set only where it is used, as in reduce_block)
-  FUSE_SIMD_LOOP
-  for (int l = 0; l < W; ++l) lane[l] = lane_identity<Op, Acc>();
-  if constexpr (Finite) {
-    FUSE_SIMD_LOOP
-    for (int l = 0; l < W; ++l) probe[l] = lane_identity<sum_op, Acc>();
-  }
+  start_lanes<Op, Acc, Finite, W>(lane, probe);
   const auto take = [&](int l, Acc v) {
     if constexpr (Finite) lane[l] = Op::finite_combine(lane[l], v), probe[l] += v;
     else lane[l] = Op::combine(lane[l], v);
