@@ -4,8 +4,8 @@
 
 using namespace rt;
 
-// (Rows of 32-256 elements take reduce_small_block, row_reduce.hpp: 32, 47 and 255 end in a tail,
-// 256 is its longest, 257 the next longer.)
+// (Rows of 32-256 elements take reduce_small_block, row_reduce.hpp: 32 is its shortest, 47 and 255
+// end in a tail, 256 is its longest, 257 the next longer.)
 TEST_CASE("reductions over the last axis match a double reference (odd sizes, threads)") {
   for (auto [m, n] : {std::pair<index_t, index_t>{1, 1}, {3, 17}, {129, 1}, {5, 32}, {6, 47}, {4, 255}, {3, 256}, {3, 257},
                       {7, 1023}, {301, 517}, {2, 100003}}) {

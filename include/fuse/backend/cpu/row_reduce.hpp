@@ -111,17 +111,32 @@ FUSE_INLINE void start_lanes(Acc* lane, Acc* probe) {
   }
 }
 
-// The lanes folded into one value. Finite: the lanes were combined with Op::finite_combine and
-// the probe summed the same values; `clean` says whether that sum, and so every value, was no NaN.
+// One value v into lane l; Finite: with the cheap combine, and into the NaN probe too.
+template <class Op, class Acc, bool Finite>
+FUSE_INLINE void take_lane(Acc& lane, Acc& probe, Acc v) {
+  if constexpr (Finite) lane = Op::finite_combine(lane, v), probe += v;
+  else lane = Op::combine(lane, v);
+}
+
+// The lanes folded into one value, with the combine they were taken with (take_lane).
+template <class Op, class Acc, bool Finite, int W>
+FUSE_INLINE Acc fold_combined(Acc* lane) {
+  if constexpr (Finite) return fold_pairwise<W>(lane, [](Acc x, Acc y) { return Op::finite_combine(x, y); });
+  else return fold_pairwise<W>(lane, [](Acc x, Acc y) { return Op::combine(x, y); });
+}
+
+// Whether the probe's lanes, the sum of every value taken, hold no NaN (any order finds one).
+template <class Acc, int W>
+FUSE_INLINE bool probe_clean(Acc* probe) {
+  const Acc sum = fold_pairwise<W>(probe, [](Acc x, Acc y) { return x + y; });
+  return sum == sum;  // false for NaN
+}
+
+// The lanes folded into one value; Finite: `clean` says whether every value was no NaN.
 template <class Op, class Acc, bool Finite, int W>
 FUSE_INLINE Acc fold_lanes(Acc* lane, Acc* probe, bool& clean) {
-  if constexpr (Finite) {
-    const Acc sum = fold_pairwise<W>(probe, [](Acc x, Acc y) { return x + y; });  // any order finds a NaN
-    clean = sum == sum;  // false for NaN
-    return fold_pairwise<W>(lane, [](Acc x, Acc y) { return Op::finite_combine(x, y); });
-  } else {
-    return fold_pairwise<W>(lane, [](Acc x, Acc y) { return Op::combine(x, y); });
-  }
+  if constexpr (Finite) clean = probe_clean<Acc, W>(probe);
+  return fold_combined<Op, Acc, Finite, W>(lane);
 }
 
 // reduce_block of a range of at most small_block_max elements (rows of 32-256 floats: rms_norm
@@ -146,8 +161,7 @@ FUSE_INLINE Acc reduce_small_block(const Ev& ev, index_t b, index_t e, Store sto
   const auto take = [&](int l, index_t i) {
     const auto v = ev.template at<Unit>(i);
     if constexpr (!std::is_null_pointer_v<Store>) store[i] = v;
-    if constexpr (Finite) lane[l] = Op::finite_combine(lane[l], static_cast<Acc>(v)), probe[l] += static_cast<Acc>(v);
-    else lane[l] = Op::combine(lane[l], static_cast<Acc>(v));
+    take_lane<Op, Acc, Finite>(lane[l], probe[l], static_cast<Acc>(v));
   };
   index_t i = b;
   for (; i + W <= e; i += W) {
@@ -322,14 +336,7 @@ typename Op::template total_t<Acc> reduce_runs(const Ev& operand, const index_t*
   Total total = Op::template identity<Total>();
   Acc lane[W], probe[W];  // (the probe set only where it is used, as in reduce_block)
   start_lanes<Op, Acc, Finite, W>(lane, probe);
-  const auto take = [&](int l, Acc v) {
-    if constexpr (Finite) lane[l] = Op::finite_combine(lane[l], v), probe[l] += v;
-    else lane[l] = Op::combine(lane[l], v);
-  };
-  const auto fold = [&] {
-    if constexpr (Finite) return fold_pairwise<W>(lane, [](Acc x, Acc y) { return Op::finite_combine(x, y); });
-    else return fold_pairwise<W>(lane, [](Acc x, Acc y) { return Op::combine(x, y); });
-  };
+  const auto take = [&](int l, Acc v) { take_lane<Op, Acc, Finite>(lane[l], probe[l], v); };
   // Float sums, means and products (the ops whose lanes combine in double): see above.
   constexpr bool by_chunks = !std::is_same_v<Total, Acc>;
   const int adds_per_run = int((end - begin + W - 1) / W);  // the first lane's, from each run
@@ -346,17 +353,13 @@ typename Op::template total_t<Acc> reduce_runs(const Ev& operand, const index_t*
     const int rest = int(end - i);
     for (int l = 0; l < rest; ++l) take(l, static_cast<Acc>(ev.template at<true>(i + l)));
     if (by_chunks && (adds += adds_per_run) >= 8) {
-      total = Op::combine(total, static_cast<Total>(fold()));
+      total = Op::combine(total, static_cast<Total>(fold_combined<Op, Acc, Finite, W>(lane)));
       FUSE_SIMD_LOOP
       for (int l = 0; l < W; ++l) lane[l] = lane_identity<Op, Acc>();
       adds = 0;
     }
   }
-  if constexpr (Finite) {
-    const Acc sum = fold_pairwise<W>(probe, [](Acc x, Acc y) { return x + y; });
-    clean = sum == sum;  // false for NaN
-  }
-  return Op::combine(total, static_cast<Total>(fold()));
+  return Op::combine(total, static_cast<Total>(fold_lanes<Op, Acc, Finite, W>(lane, probe, clean)));
 }
 
 // Are a row's runs short enough for reduce_runs (see there)?
