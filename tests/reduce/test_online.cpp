@@ -335,3 +335,122 @@ TEST_CASE("rows of several axes over 16 KiB: batch-norm statistics and a softmax
     }
   }
 }
+
+// Column pairs (core/column_pair.hpp, cpu/column_moments.hpp): a variance over leading axes and
+// its mean in one pass, blocks of 16 rows read four at a time, the blocks joined in double.
+// Reduced extents around 4 and 16 (the passes' and blocks' ends), columns around the 16-column
+// minimum and the 1024-column tile, data of mean 1e3 and spread 1 (a one-pass sum of squares
+// would cancel), NaN in a block's first row (its shift) and inf later, an empty reduced extent,
+// kept axes before and between, a row of copies, a misaligned and a transposed (strided) operand.
+namespace {
+
+// Column j of x (any rank-2 layout) in double.
+template <class X>
+std::vector<double> column_of(const X& x, index_t j) {
+  std::vector<double> col;
+  for (index_t i = 0; i < x.extent(0); ++i) col.push_back(double(x(i, j)));
+  return col;
+}
+
+// mean(x, axis<0>) + (var(x, axis<0>) > -1 ? 0 : 1): the pair's mean, and whether its variance is
+// NaN, in one result (the pair runs first, the mean is read back from it).
+template <class X>
+auto mean_and_nan_flag(const X& x) {
+  return fuse::mean(x, fuse::axis<0>) + fuse::where(fuse::var(x, fuse::axis<0>) > -1.f, 0.f, 1.f);
+}
+
+}  // namespace
+
+TEST_CASE("column pairs: var over leading axes and its mean in one pass") {
+  using x2 = fuse::tensor<float, 2>&;
+  static_assert(fuse::kernels_v<decltype(fuse::var(std::declval<x2>(), fuse::axis<0>))> == 1);
+  static_assert(fuse::kernels_v<decltype(fuse::mean(fuse::square(std::declval<x2>() - fuse::mean(std::declval<x2>(), fuse::axis<0>)),
+                                                    fuse::axis<0>))> == 1);
+  static_assert(fuse::kernels_v<decltype(mean_and_nan_flag(std::declval<x2>()))> == 2);
+  std::atomic<long> calls{0};
+  const auto counted = counting_identity(calls);
+  for (int threads : {1, 2, 3}) {
+    const fuse::cpu exec{.threads = threads};
+    CAPTURE(threads);
+    for (auto [m, n] : {std::pair<index_t, index_t>{1, 16}, {3, 17}, {4, 31}, {5, 40}, {15, 100}, {16, 33}, {17, 1025}, {33, 2100}, {300, 19}, {0, 20}}) {
+      CAPTURE(m, n);
+      auto x = random<float, 2>({m, n}, unsigned(7 * m + n), 999.0, 1001.0);
+      if (m >= 2) {
+        x(0, 5) = NAN;      // the first block's shift
+        x(m - 1, 7) = inf;  // mean inf, variance NaN
+      }
+      if (m > 16) x(16, 9) = NAN;  // the second block's shift
+      fuse::tensor<float, 2> v(1, n), h(1, n), f(1, n);
+      calls = 0;
+      fuse::assign(exec, v, fuse::var(fuse::map(counted, x), fuse::axis<0>));
+      CHECK(calls == x.size());  // one pass
+      CHECK(fuse::plan(exec, fuse::var(x, fuse::axis<0>)).kernels == 1);
+      fuse::assign(exec, h, fuse::mean(fuse::square(x - fuse::mean(x, fuse::axis<0>)), fuse::axis<0>));
+      calls = 0;
+      fuse::assign(exec, f, mean_and_nan_flag(fuse::map(counted, x)));
+      CHECK(calls == x.size());  // the mean is the pair's
+      const auto p = fuse::plan(exec, mean_and_nan_flag(x));
+      CHECK(p.kernels == 2);
+      CHECK(p.lines[0].what.find("column kernel, 2 phases [mean, var]") != std::string::npos);
+      for (index_t j = 0; j < n; ++j) {
+        CAPTURE(j);
+        const auto col = column_of(x, j);
+        const double rv = ref_var(col), rm = ref_mean(col);
+        CHECK(close(v(0, j), rv, 1e-5, 1e-6));
+        CHECK(close(h(0, j), rv, 1e-5, 1e-6));
+        CHECK(close(f(0, j), rm + (std::isnan(rv) ? 1 : 0), 1e-6));
+      }
+    }
+    // Kept axes before and between: [3, 37, 20] over axis 1, and over axes 0 and 1.
+    auto x3 = random<float, 3>({3, 37, 20}, 77, -5.0, 7.0);
+    fuse::tensor<float, 3> v1(3, 1, 20), v01(1, 1, 20);
+    fuse::assign(exec, v1, fuse::var(x3, fuse::axis<1>));
+    fuse::assign(exec, v01, fuse::var(x3, fuse::axes<0, 1>));
+    for (index_t c = 0; c < 20; ++c) {
+      std::vector<double> all;
+      for (index_t a = 0; a < 3; ++a) {
+        std::vector<double> col;
+        for (index_t i = 0; i < 37; ++i) col.push_back(x3(a, i, c)), all.push_back(x3(a, i, c));
+        CHECK(close(v1(a, 0, c), ref_var(col), 1e-5, 1e-6));
+      }
+      CHECK(close(v01(0, 0, c), ref_var(all), 1e-5, 1e-6));
+    }
+    // A row of copies (s [m, 1], stride 0 along the row), a misaligned view (from column 1), and a
+    // double operand: one kernel each.
+    auto x = random<float, 2>({45, 70}, 78, -2.0, 2.0);
+    auto s = random<float, 2>({45, 1}, 79, 0.5, 2.0);
+    auto xd = random<double, 2>({21, 18}, 80, 1e6, 1e6 + 1);
+    const auto shifted = fuse::slice<1>(x, 1, 70);
+    fuse::tensor<float, 2> vs(1, 70), vm(1, 69);
+    fuse::tensor<double, 2> vd(1, 18);
+    fuse::assign(exec, vs, fuse::var(x * s, fuse::axis<0>));
+    fuse::assign(exec, vm, fuse::var(shifted, fuse::axis<0>));
+    fuse::assign(exec, vd, fuse::var(xd, fuse::axis<0>));
+    CHECK(fuse::plan(exec, fuse::var(x * s, fuse::axis<0>)).kernels == 1);
+    CHECK(fuse::plan(exec, fuse::var(shifted, fuse::axis<0>)).kernels == 1);
+    for (index_t j = 0; j < 70; ++j) {
+      std::vector<double> col, scaled;
+      for (index_t i = 0; i < 45; ++i) col.push_back(x(i, j)), scaled.push_back(double(x(i, j)) * double(s(i, 0)));
+      CHECK(close(vs(0, j), ref_var(scaled), 1e-5, 1e-7));
+      if (j > 0) CHECK(close(vm(0, j - 1), ref_var(col), 1e-5, 1e-7));
+    }
+    for (index_t j = 0; j < 18; ++j) CHECK(close(vd(0, j), ref_var(column_of(xd, j)), 1e-9));
+    // Columns read with a stride (a transposed operand) or too few of them: the two kernels of
+    // before, and the plan says why.
+    auto xt = random<float, 2>({40, 45}, 81, -2.0, 2.0);
+    fuse::tensor<float, 2> vt(1, 40), vn(1, 9);
+    fuse::assign(exec, vt, fuse::var(fuse::transpose(xt), fuse::axis<0>));
+    const auto narrow = fuse::slice<1>(x, 0, 9);
+    fuse::assign(exec, vn, fuse::var(narrow, fuse::axis<0>));
+    const auto pt = fuse::plan(exec, fuse::var(fuse::transpose(xt), fuse::axis<0>));
+    CHECK(pt.kernels == 2);
+    CHECK(pt.lines[1].what.find("its mean a kernel of its own") != std::string::npos);
+    CHECK(fuse::plan(exec, fuse::var(narrow, fuse::axis<0>)).kernels == 2);
+    for (index_t j = 0; j < 40; ++j) {
+      std::vector<double> col;
+      for (index_t i = 0; i < 45; ++i) col.push_back(xt(j, i));
+      CHECK(close(vt(0, j), ref_var(col), 1e-5, 1e-7));
+    }
+    for (index_t j = 0; j < 9; ++j) CHECK(close(vn(0, j), ref_var(column_of(x, j)), 1e-5, 1e-7));
+  }
+}

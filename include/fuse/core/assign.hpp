@@ -6,6 +6,7 @@
 // element-for-element, e is evaluated into a temporary first.
 #pragma once
 
+#include "fuse/backend/cpu/column_moments.hpp"
 #include "fuse/backend/cpu/column_reduce.hpp"
 #include "fuse/backend/cpu/short_rows.hpp"
 #include "fuse/backend/cpu/executor.hpp"
@@ -68,6 +69,41 @@ auto materialise_group(const Exec& exec, computed_for<Exec>& computed, const E& 
   assign_fused_with(exec, tmp, e, &computed);
   computed.add(e, tmp.data());
   return tmp;
+}
+
+// Column pair e (core/column_pair.hpp) into dst as one kernel on the CPU, its inner mean into a
+// temporary of the table, kept there for a mean(x) elsewhere in the assignment. False where the
+// pair cannot run so (then its reductions are kernels of their own), or the mean was computed
+// before (then the variance alone is one pass as well).
+// (The CUDA executor runs the two as kernels of their own; the plan says so.)
+template <class T, std::size_t RD, class E>
+bool run_column_pair(const cpu& exec, computed_for<cpu>& computed, const destination<T, RD>& dst, const E& e) {
+  const auto& m = column_pair<E>::mean(e);
+  if (computed.find(m)) return false;
+  auto mean = computed.arena.template make<typename std::remove_cvref_t<decltype(m)>::value_type>(m.shape());
+  if (!run_column_moments(exec, destination_of(mean), dst, e)) return false;
+  computed.add(m, mean.data());
+  return true;
+}
+
+// Computes first each column pair that the group (R, M) of e reads as a group of its own, so that
+// a mean(x) met before its var(x) (x - mean(x), then var(x), in a batch norm over NHWC) reads the
+// pair's mean rather than running a kernel of its own.
+template <std::size_t R, std::uint32_t M, class Exec, class E>
+void compute_column_pairs(const Exec& exec, computed_for<Exec>& computed, const E& e);
+
+template <std::size_t R, std::uint32_t M, class Exec, class A>
+void compute_column_pairs_of(const Exec& exec, computed_for<Exec>& computed, const A& a) {
+  if constexpr (stays_in_group<A, R, M>) compute_column_pairs<R, M>(exec, computed, a);
+  else if constexpr (column_pair_v<typename unsqueezed<A>::type>) materialise_group(exec, computed, a);
+}
+
+template <std::size_t R, std::uint32_t M, class Exec, class E>
+void compute_column_pairs(const Exec& exec, computed_for<Exec>& computed, const E& e) {
+  if constexpr (has_column_pair_v<E>) {
+    if constexpr (is_reduce_v<E>) compute_column_pairs_of<R, M>(exec, computed, e.child);
+    else if constexpr (requires { e.args; }) for_each(e.args, [&](const auto& a) { compute_column_pairs_of<R, M>(exec, computed, a); });
+  }
 }
 
 // Would split_group<R, M, false> give e back unchanged (every reduction it meets joins the group,
@@ -204,6 +240,11 @@ void assign_fused_as_is(const Exec& exec, D&& d, const E& e, computed_for<Exec>*
     constexpr std::size_t R = group::rank;
     computed_for<Exec> own;
     computed_for<Exec>& table = computed ? *computed : own;
+    if constexpr (std::is_same_v<Exec, cpu> && column_pair_v<E>) {
+      if (run_column_pair(exec, table, dst, e)) return;
+    } else if constexpr (std::is_same_v<Exec, cpu>) {
+      compute_column_pairs<R, group::mask>(exec, table, e);
+    }
     const auto& g = split_group<R, group::mask, false>(exec, table, e);
     const shape_t<R> shape = group_shape(e, dst.shape);
     using G = std::remove_cvref_t<decltype(g)>;

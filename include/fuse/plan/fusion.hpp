@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "fuse/core/column_pair.hpp"
 #include "fuse/core/map_expr.hpp"
 #include "fuse/core/node_identity.hpp"
 #include "fuse/ops/reduce.hpp"
@@ -254,29 +255,34 @@ bool widen_to_rows(const E& e, shape_t<R>& shape) {
 
 // The groups that the nodes below E need beyond the group (R, M) that E belongs to, in the
 // executor's order: each reduction that does not join (also directly under another reduction:
-// var(var(x, axis<0>), axis<1>)), then the groups below it. keys[n++] names each by its type
-// (type_key).
+// var(var(x, axis<0>), axis<1>)), then the groups below it. keys[n] names each by its type
+// (type_key); covers[n] names the inner mean that a column pair computes with it (else null).
 template <std::size_t R, std::uint32_t M, class E>
-constexpr void groups_below(const void** keys, std::size_t& n);
+constexpr void groups_below(const void** keys, const void** covers, std::size_t& n);
 
 template <std::size_t R, std::uint32_t M, class A>
-constexpr void operand_groups(const void** keys, std::size_t& n) {
+constexpr void operand_groups(const void** keys, const void** covers, std::size_t& n) {
   if constexpr (stays_in_group<A, R, M>) {
-    groups_below<R, M, A>(keys, n);
+    groups_below<R, M, A>(keys, covers, n);
   } else {
     using G = typename unsqueezed<A>::type;  // the reduction whose group it is
-    keys[n++] = &type_key<A>;
-    groups_below<group_of<G>::rank, group_of<G>::mask, G>(keys, n);
+    keys[n] = &type_key<A>;
+    if constexpr (column_pair_v<G>) {
+      covers[n++] = &type_key<typename column_pair<G>::mean_type>;  // its operand has no reductions
+    } else {
+      covers[n++] = nullptr;
+      groups_below<group_of<G>::rank, group_of<G>::mask, G>(keys, covers, n);
+    }
   }
 }
 
 template <std::size_t R, std::uint32_t M, class E>
-constexpr void groups_below(const void** keys, std::size_t& n) {
+constexpr void groups_below(const void** keys, const void** covers, std::size_t& n) {
   if constexpr (is_reduce_v<E>) {
-    operand_groups<R, M, typename E::child_type>(keys, n);
+    operand_groups<R, M, typename E::child_type>(keys, covers, n);
   } else if constexpr (E::kind == node_kind::elementwise) {
     [&]<class... A>(const tuple<A...>*) {
-      (operand_groups<R, M, A>(keys, n), ...);
+      (operand_groups<R, M, A>(keys, covers, n), ...);
     }(static_cast<const decltype(E::args)*>(nullptr));
   }
 }
@@ -285,22 +291,30 @@ constexpr void groups_below(const void** keys, std::size_t& n) {
 // it, counted once where the same reduction occurs again (core/computed_reductions.hpp reads the
 // first result back: batch-norm statistics hold mean(x) twice). The same type stands for the
 // same data here; where it is not (mean(x, axis<0>) + mean(y, axis<0>), x and y of one type), the
-// run-time plan (plan/report.hpp) lists one kernel more and says why.
+// run-time plan (plan/report.hpp) lists one kernel more and says why. A column pair
+// (core/column_pair.hpp: var(x, axis<0>)) is one kernel with its inner mean, which then counts
+// nowhere else (the CPU's plan; the CUDA executor runs the two as kernels of their own).
 template <class E>
 struct fusion {
   using group = group_of<typename unsqueezed<E>::type>;
   static constexpr std::size_t kernels = [] {
     using G = typename unsqueezed<E>::type;
-    const void* keys[reduction_count_v<G> + 1] = {};
-    std::size_t n = 0;
-    groups_below<group::rank, group::mask, G>(keys, n);
-    std::size_t distinct = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      bool seen = false;
-      for (std::size_t j = 0; j < i; ++j) seen = seen || keys[j] == keys[i];
-      distinct += seen ? 0 : 1;
+    if constexpr (column_pair_v<G>) {
+      return std::size_t{1};
+    } else {
+      const void* keys[reduction_count_v<G> + 1] = {};
+      const void* covers[reduction_count_v<G> + 1] = {};
+      std::size_t n = 0;
+      groups_below<group::rank, group::mask, G>(keys, covers, n);
+      std::size_t distinct = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        bool seen = false;
+        for (std::size_t j = 0; j < i; ++j) seen = seen || keys[j] == keys[i];
+        for (std::size_t j = 0; j < n; ++j) seen = seen || covers[j] == keys[i];
+        distinct += seen ? 0 : 1;
+      }
+      return 1 + distinct;
     }
-    return 1 + distinct;
   }();
 };
 

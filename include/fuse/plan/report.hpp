@@ -213,6 +213,7 @@ struct plan_builder {
     std::string name;
   };
   std::vector<computed> reductions{};
+  bool column_pairs = false;  // the executor runs a column pair as one kernel (fuse::cpu)
 
   template <class A>
   const std::string* computed_before(const A& a) const {
@@ -355,10 +356,58 @@ std::string emit_group(const E& e, plan_builder& p) {
   else return emit_plain_group(e, p);
 }
 
+// Column pair e (core/column_pair.hpp) as one kernel, as core/assign.hpp runs it on the CPU: its
+// variance is t<k>, its inner mean t<k>.mean.
+template <class E>
+std::string emit_column_pair(const E& e, plan_builder& p) {
+  using P = column_pair<E>;
+  const auto& a = P::operand(e);
+  const computed_map none;
+  group_walk g{.plan = p, .before = none};
+  const std::string x = walk_group<E::child_rank, E::mask>(a, g);  // its leaves and flops
+  g.flops += index_t(mean_op::flops + fn::sub::flops + fn::square::flops + E::op::flops) * shape_size(a.shape());
+  kernel_report k;
+  k.what = std::string("column kernel, 2 phases [mean, ") + E::op::name + "]: " + E::op::name + "(square(sub(" + x + ", mean(" + x + "))))";
+  k.bytes_read = g.leaves.bytes();
+  k.bytes_written = 2 * shape_size(e.shape()) * index_t(sizeof(typename E::value_type));
+  k.flops = g.flops;
+  p.report.add(std::move(k));
+  const std::string name = "t" + std::to_string(p.report.kernels - 1);
+  p.reductions.push_back({ref_of(P::mean(e)), name + ".mean"});
+  return name;
+}
+
+// The column pairs that the group (R, M) of e reads, emitted first (as compute_column_pairs in
+// core/assign.hpp), so that a mean(x) met before its var(x) reads the pair's mean.
+template <std::size_t R, std::uint32_t M, class E>
+void emit_column_pairs_first(const E& e, plan_builder& p) {
+  auto operand = [&]<class A>(const A& a) {
+    if constexpr (stays_in_group<A, R, M>) {
+      emit_column_pairs_first<R, M>(a, p);
+    } else if constexpr (column_pair_v<typename unsqueezed<A>::type>) {
+      if (!p.computed_before(a)) p.reductions.push_back({ref_of(a), emit_group(a, p)});
+    }
+  };
+  if constexpr (has_column_pair_v<E>) {
+    if constexpr (is_reduce_v<E>) operand(e.child);
+    else if constexpr (requires { e.args; }) for_each(e.args, operand);
+  }
+}
+
 template <class E>
 std::string emit_plain_group(const E& e, plan_builder& p) {
   using G = group_of<E>;
   constexpr std::size_t R = G::rank;
+  std::string note;
+  if constexpr (column_pair_v<E>) {
+    if (!p.computed_before(column_pair<E>::mean(e))) {
+      if (p.column_pairs && column_pair_fits(e)) return emit_column_pair(e, p);
+      note = p.column_pairs ? " (its mean a kernel of its own: a last axis under 16 or over 65536 elements, or not read in memory order)"
+                            : " (its mean a kernel of its own: the CUDA executor runs no column pairs)";
+    }
+  } else if (p.column_pairs) {
+    emit_column_pairs_first<R, G::mask>(e, p);
+  }
   const shape_t<R> shape = group_shape(e, e.shape());
   computed_map before;
   emit_leaving<R, G::mask>(e, p, before);
@@ -366,7 +415,8 @@ std::string emit_plain_group(const E& e, plan_builder& p) {
   shape_t<R> rows = shape;
   group_walk g{.plan = p, .before = before, .split = !fits_group<R, G::mask>(e, shape) && !widen_to_rows<R, G::mask>(e, rows)};
   const std::string what = walk_group<R, G::mask>(e, g);
-  return emit_kernel(e, g, what, g.split ? " (split at run time: a reduction's extent differs from the group's)" : "");
+  if (g.split) note += " (split at run time: a reduction's extent differs from the group's)";
+  return emit_kernel(e, g, what, note);
 }
 
 // The flops of an eager unit's kernel (var, logsumexp) as the fused walk counts them: each
@@ -468,6 +518,7 @@ plan_report plan(const Exec&, const E& expr) {
   } else {
     p.executor = "fused";
     detail::plan_builder b{p};
+    b.column_pairs = std::is_same_v<Exec, cpu>;
     detail::emit_group(e, b);
   }
   return p;

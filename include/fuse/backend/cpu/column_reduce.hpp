@@ -18,14 +18,15 @@
 
 #include "fuse/backend/cpu/executor.hpp"
 #include "fuse/backend/cpu/splat.hpp"
+#include "fuse/core/column_pair.hpp"
 #include "fuse/core/iteration.hpp"
 #include "fuse/ops/reduce.hpp"
 
 namespace fuse::detail {
 
-// A shorter last axis runs as the row kernel's strided rows (sum(x, axis<0>) of [65536, 3]: 1.28x
-// a hand-written loop there, while a tile of 3 columns would seek once per 3 elements).
-inline constexpr index_t column_min_extent = 16;
+// column_min_extent (core/column_pair.hpp): a shorter last axis runs as the row kernel's strided
+// rows (sum(x, axis<0>) of [65536, 3]: 1.28x a hand-written loop there, while a tile of 3 columns
+// would seek once per 3 elements).
 inline constexpr index_t column_max_tile = 1024;
 
 // A reduction that keeps the last axis, over an operand without reductions of its own.
@@ -68,6 +69,45 @@ index_t result_offset(const destination<T, RD>& dst, const index_t* idx) {
   return at;
 }
 
+// How a column kernel splits its work: kept * tiles items, each a tile of at most `tile` columns
+// at one combination of the kept axes, read over all combinations of the reduced ones.
+struct column_tiles {
+  index_t reduced = 1, tile = 0, tiles = 0, items = 0;
+};
+// Tiles narrow enough that every thread gets one, at most max_tile, on 16-element bounds.
+template <std::size_t R>
+column_tiles tile_columns(const shape_t<R>& shape, std::uint32_t mask, int threads, index_t max_tile) {
+  column_tiles c;
+  index_t kept = 1;
+  for (std::size_t d = 0; d + 1 < R; ++d) ((mask >> d) & 1u ? c.reduced : kept) *= shape[d];
+  const index_t n = shape[R - 1];
+  const index_t per_kept = (threads + kept - 1) / kept;
+  c.tile = std::clamp<index_t>(((n + per_kept - 1) / per_kept + 15) / 16 * 16, 16, max_tile);
+  c.tiles = (n + c.tile - 1) / c.tile;
+  c.items = kept * c.tiles;
+  return c;
+}
+// Item `item`'s first column; idx (the first R - 1 indices) gets its kept axes (row-major), the
+// reduced ones 0.
+template <std::size_t R>
+index_t start_item(const column_tiles& c, index_t item, const shape_t<R>& shape, std::uint32_t mask, index_t* idx) {
+  index_t o = item / c.tiles;
+  for (std::size_t d = R - 1; d-- > 0;) {
+    idx[d] = 0;
+    if (!((mask >> d) & 1u)) idx[d] = o % shape[d], o /= shape[d];
+  }
+  return (item % c.tiles) * c.tile;
+}
+// idx to the next combination of the reduced axes.
+template <std::size_t R>
+void next_reduced(index_t* idx, const shape_t<R>& shape, std::uint32_t mask) {
+  for (std::size_t d = R - 1; d-- > 0;) {
+    if (!((mask >> d) & 1u)) continue;
+    if (++idx[d] < shape[d]) break;
+    idx[d] = 0;
+  }
+}
+
 // Runs the column_reducible_v reduction e into dst (e's shape, leading extents of 1 possibly
 // dropped). False, with nothing done, where the row kernel should run instead: a short last axis,
 // an operand that is not contiguous along it, or a destination that overlaps the operand (the
@@ -87,14 +127,9 @@ bool run_columns(const cpu& exec, const destination<T, RD>& dst, const E& e) {
   bool splats = false;
   if (!reads_by_rows(ev, shape, dst, splats)) return false;
 
-  index_t kept = 1, reduced = 1;
-  for (std::size_t d = 0; d + 1 < R; ++d) ((M >> d) & 1u ? reduced : kept) *= shape[d];
-  const int threads = threads_for(exec, kept * reduced * n);
-  // Tiles narrow enough that every thread gets one, at most column_max_tile, on 16-element bounds.
-  const index_t per_kept = (threads + kept - 1) / kept;
-  const index_t tile = std::clamp<index_t>(((n + per_kept - 1) / per_kept + 15) / 16 * 16, 16, column_max_tile);
-  const index_t tiles = (n + tile - 1) / tile;
-  const index_t items = kept * tiles;
+  const int threads = threads_for(exec, shape_size(shape));
+  const column_tiles c = tile_columns(shape, M, threads, column_max_tile);
+  const index_t tile = c.tile;
   const index_t out_last = dst.strides[RD - 1];
 
   run_threads(threads, [&](index_t t, index_t nt) {
@@ -103,13 +138,9 @@ bool run_columns(const cpu& exec, const destination<T, RD>& dst, const E& e) {
     // Arrays, not std::vector: max of bool masks accumulates bool.
     const std::unique_ptr<Acc[]> rows16(new Acc[std::size_t(tile)]), rows256(new Acc[std::size_t(tile)]);
     const std::unique_ptr<Total[]> total(new Total[std::size_t(tile)]);
-    for (index_t item = t * items / nt; item < (t + 1) * items / nt; ++item) {
-      const index_t j0 = (item % tiles) * tile, w = std::min(n, j0 + tile) - j0;
-      // The kept axes from item / tiles (row-major), the reduced ones from 0; and the output row.
-      index_t idx[R - 1] = {};
-      index_t o = item / tiles;
-      for (std::size_t d = R - 1; d-- > 0;)
-        if (!((M >> d) & 1u)) idx[d] = o % shape[d], o /= shape[d];
+    for (index_t item = t * c.items / nt; item < (t + 1) * c.items / nt; ++item) {
+      index_t idx[R - 1];
+      const index_t j0 = start_item(c, item, shape, M, idx), w = std::min(n, j0 + tile) - j0;
       const index_t at = result_offset<R>(dst, idx);
       Acc* const a16 = rows16.get();
       Acc* const a256 = rows256.get();
@@ -117,7 +148,7 @@ bool run_columns(const cpu& exec, const destination<T, RD>& dst, const E& e) {
       std::fill_n(a16, w, Op::template identity<Acc>());
       std::fill_n(a256, w, Op::template identity<Acc>());
       std::fill_n(tot, w, Op::template identity<Total>());
-      for (index_t r = 0; r < reduced; ++r) {
+      for (index_t r = 0; r < c.reduced; ++r) {
         my.seek(idx);
         splat.fill(j0, w);  // only this tile's columns: the whole row would be n / tile times the work
         FUSE_SIMD_LOOP
@@ -130,15 +161,11 @@ bool run_columns(const cpu& exec, const destination<T, RD>& dst, const E& e) {
               tot[j] = Op::combine(tot[j], static_cast<Total>(a256[j])), a256[j] = Op::template identity<Acc>();
           }
         }
-        for (std::size_t d = R - 1; d-- > 0;) {  // the next combination of the reduced axes
-          if (!((M >> d) & 1u)) continue;
-          if (++idx[d] < shape[d]) break;
-          idx[d] = 0;
-        }
+        next_reduced<R>(idx, shape, M);
       }
       for (index_t j = 0; j < w; ++j) {
         const Total v = Op::combine(tot[j], static_cast<Total>(Op::combine(a256[j], a16[j])));
-        dst.data[at + (j0 + j) * out_last] = static_cast<T>(Op::template finalize<Result>(v, reduced));
+        dst.data[at + (j0 + j) * out_last] = static_cast<T>(Op::template finalize<Result>(v, c.reduced));
       }
     }
   });

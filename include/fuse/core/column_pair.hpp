@@ -1,0 +1,82 @@
+// fuse/core/column_pair.hpp - a variance over leading axes and its mean, found as one pair.
+//
+// var(x, axis<0>) is mean(square(x - mean(x, axis<0>)), axis<0>). Over leading axes neither
+// reduction joins a row kernel (plan/fusion.hpp), so each was a kernel of its own and x was read
+// twice; a batch norm over N, H, W of NHWC, or a column standardisation (x - mean) / sqrt(var),
+// read x three times. A column kernel can compute both in one pass instead: each block of 16
+// rows gives its columns' sums and squared deviations from the block's mean, and the blocks
+// combine by Chan, Golub and LeVeque's update (backend/cpu/column_moments.hpp). The mean it
+// computes is the inner one, so that a mean(x) elsewhere in the expression reads it too.
+//
+// The pair is found in the expression's type (var, or the same written by hand), as the row
+// kernel's online pairs are (core/online_pair.hpp), and checked at run time: the two operands
+// must be the same data, read along the last axis in memory order.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "fuse/core/evaluator.hpp"
+#include "fuse/core/iteration.hpp"
+#include "fuse/core/map_expr.hpp"
+#include "fuse/core/node_identity.hpp"
+#include "fuse/ops/math.hpp"
+#include "fuse/ops/reduce.hpp"
+
+namespace fuse::detail {
+
+// A last axis shorter than this runs as the row kernel's strided rows (column_reduce.hpp).
+inline constexpr index_t column_min_extent = 16;
+
+template <class E>
+struct column_pair {
+  static constexpr bool value = false;
+};
+// Op(square(a - mean(a, M)), M), Op a mean (var's or a user's), M without the last axis, a free
+// of reductions, floating accumulators.
+template <class Op, std::uint32_t M, class A>
+struct column_pair<reduce_expr<Op, M, true, map_expr<fn::square, map_expr<fn::sub, A, reduce_expr<mean_op, M, true, A>>>>> {
+  using mean_type = reduce_expr<mean_op, M, true, A>;
+  using self = reduce_expr<Op, M, true, map_expr<fn::square, map_expr<fn::sub, A, mean_type>>>;
+  static constexpr bool value = std::is_base_of_v<mean_op, Op> && A::rank >= 2 && !((M >> (A::rank - 1)) & 1u) &&
+                                reduction_count_v<A> == 0 && std::is_floating_point_v<typename self::acc_type> &&
+                                std::is_floating_point_v<typename mean_type::acc_type>;
+  static const A& operand(const self& e) { return get<0>(get<0>(e.child.args).args); }
+  static const mean_type& mean(const self& e) { return get<1>(get<0>(e.child.args).args); }
+};
+template <class E>
+inline constexpr bool column_pair_v = column_pair<E>::value;
+
+// Does E hold a column pair (through any nodes)? (A pair holds two reductions: most expressions
+// stop at the first test.)
+template <class E>
+constexpr bool has_column_pair_f() {
+  if constexpr (reduction_count_v<E> < 2) return false;
+  else if constexpr (column_pair_v<E>) return true;
+  else if constexpr (is_reduce_v<E>) return has_column_pair_f<typename E::child_type>();
+  else if constexpr (is_squeezed_v<E>) return has_column_pair_f<typename E::inner_type>();
+  else return []<class... A>(const tuple<A...>*) { return (has_column_pair_f<A>() || ...); }(static_cast<const decltype(E::args)*>(nullptr));
+}
+template <class E>
+inline constexpr bool has_column_pair_v = has_column_pair_f<E>();
+
+// Can the column kernel run pair e over these run-time shapes and layouts? The two operands are
+// the same data, the last axis is long enough to fill vectors and short enough for a row of
+// copies, and every leaf is read along it in memory order (contiguous, or of stride 0 through a
+// row of copies). (The kernel checks overlap with its destination as well.)
+template <class E>
+bool column_pair_fits(const E& e) {
+  using P = column_pair<E>;
+  constexpr std::size_t R = E::child_rank;
+  const auto& a = P::operand(e);
+  if (!same_node(a, P::mean(e).child)) return false;
+  const shape_t<R> shape = a.shape();
+  const index_t n = shape[R - 1];
+  if (n < column_min_extent || n > splat_max_row) return false;
+  auto ev = a.template evaluator<R, 0>(shape);
+  bool in_order = true;
+  ev.for_each_tracker([&](const tracker& t) { in_order = in_order && reading_along_row<R>(t) != along_row::strided; });
+  return in_order;
+}
+
+}  // namespace fuse::detail
