@@ -12,7 +12,6 @@
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -45,18 +44,12 @@ bool run_column_moments(const cpu& exec, const destination<TM, RM>& mean_dst, co
   if (!reads_by_rows(ev, shape, var_dst, splats)) return false;
 
   using Ev = decltype(ev);
-  constexpr std::integral_constant<std::size_t, R> rank{};
   const int threads = threads_for(exec, shape_size(shape));
   const column_tiles c = tile_columns(shape, M, threads, column_max_tile);
   const index_t tile = c.tile;
 
   run_threads(threads, [&](index_t t, index_t nt) {
-    // Four rows a pass (this thread's own copies of the evaluator, each seeked to one): each
-    // column's block sums are loaded and stored once per four rows, not per row (one row a pass:
-    // 0.5x a column sum's speed, loads and stores of the sums; four: 1.3x, a probe, 2026-12-05).
-    std::array<Ev, 4> my{ev, ev, ev, ev};
-    const splat_rows s0(my[0], splats, n, rank), s1(my[1], splats, n, rank), s2(my[2], splats, n, rank), s3(my[3], splats, n, rank);
-    const splat_rows* const splat[4] = {&s0, &s1, &s2, &s3};
+    four_rows<R, Ev> rows(ev, splats, n);  // four rows a pass
     // Per column of the tile: the block's shift, sum, sum of deviations and of their squares
     // (float); the column's total, mean and sum of squared deviations (double).
     std::unique_ptr<Acc[]> block_arrays[4];
@@ -77,13 +70,8 @@ bool run_column_moments(const cpu& exec, const destination<TM, RM>& mean_dst, co
       std::fill_n(total, w, 0.0);
       std::fill_n(mu, w, 0.0);
       std::fill_n(m2, w, 0.0);
-      auto at = [&](int k, index_t j) { return static_cast<Acc>(my[std::size_t(k)].template at<true>(j0 + j)); };
-      // Points evaluator k at the next row (and its copies at this tile's columns).
-      auto next_row = [&](int k) {
-        my[std::size_t(k)].seek(idx);
-        splat[k]->fill(j0, w);
-        next_reduced<R>(idx, shape, M);
-      };
+      auto at = [&](int k, index_t j) { return rows.template at<Acc>(k, j0 + j); };
+      auto next_row = [&](int k) { rows.next_row(k, idx, shape, M, j0, w); };
       for (index_t r0 = 0; r0 < c.reduced; r0 += moment_block_rows) {
         const index_t b = std::min(moment_block_rows, c.reduced - r0);
         index_t i = 0;

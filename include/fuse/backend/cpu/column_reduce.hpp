@@ -108,6 +108,40 @@ void next_reduced(index_t* idx, const shape_t<R>& shape, std::uint32_t mask) {
   }
 }
 
+// Four copies of an operand's evaluator (this thread's own: seek writes row pointers), each
+// seeked to one row of a tile of columns, so that a pass over the tile reads four rows and loads
+// and stores each column's accumulators once for them, not once per row. (var(x, axis<0>) on
+// [4096, 4096], one thread: a row a pass 0.5x a column sum's speed, four rows 1.3x; a probe,
+// 2026-12-05.)
+template <std::size_t R, class Ev>
+class four_rows {
+ public:
+  four_rows(const Ev& ev, bool splats, index_t n)
+      : ev_{ev, ev, ev, ev}, splat_{splat_rows(ev_[0], splats, n, rank), splat_rows(ev_[1], splats, n, rank),
+                                    splat_rows(ev_[2], splats, n, rank), splat_rows(ev_[3], splats, n, rank)} {}
+  four_rows(const four_rows&) = delete;
+  four_rows& operator=(const four_rows&) = delete;
+
+  // Copy k to the row at idx (the first R - 1 indices), its rows of copies filled for columns
+  // [j0, j0 + w) only (the whole row would be n / w times the work); idx to the next combination
+  // of the reduced axes (mask).
+  void next_row(int k, index_t* idx, const shape_t<R>& shape, std::uint32_t mask, index_t j0, index_t w) {
+    ev_[std::size_t(k)].seek(idx);
+    splat_[k].fill(j0, w);
+    next_reduced<R>(idx, shape, mask);
+  }
+  // Element j of copy k's row.
+  template <class Acc>
+  FUSE_INLINE Acc at(int k, index_t j) {
+    return static_cast<Acc>(ev_[std::size_t(k)].template at<true>(j));
+  }
+
+ private:
+  static constexpr std::integral_constant<std::size_t, R> rank{};
+  std::array<Ev, 4> ev_;
+  splat_rows splat_[4];
+};
+
 // Runs the column_reducible_v reduction e into dst (e's shape, leading extents of 1 possibly
 // dropped). False, with nothing done, where the row kernel should run instead: a short last axis,
 // an operand that is not contiguous along it, or a destination that overlaps the operand (the
@@ -133,8 +167,7 @@ bool run_columns(const cpu& exec, const destination<T, RD>& dst, const E& e) {
   const index_t out_last = dst.strides[RD - 1];
 
   run_threads(threads, [&](index_t t, index_t nt) {
-    auto my = ev;  // seek writes row pointers: this thread's own copy
-    const splat_rows splat(my, splats, n, std::integral_constant<std::size_t, R>{});
+    four_rows<R, decltype(ev)> rows(ev, splats, n);
     // Arrays, not std::vector: max of bool masks accumulates bool.
     const std::unique_ptr<Acc[]> rows16(new Acc[std::size_t(tile)]), rows256(new Acc[std::size_t(tile)]);
     const std::unique_ptr<Total[]> total(new Total[std::size_t(tile)]);
@@ -148,20 +181,32 @@ bool run_columns(const cpu& exec, const destination<T, RD>& dst, const E& e) {
       std::fill_n(a16, w, Op::template identity<Acc>());
       std::fill_n(a256, w, Op::template identity<Acc>());
       std::fill_n(tot, w, Op::template identity<Total>());
-      for (index_t r = 0; r < c.reduced; ++r) {
-        my.seek(idx);
-        splat.fill(j0, w);  // only this tile's columns: the whole row would be n / tile times the work
-        FUSE_SIMD_LOOP
-        for (index_t j = 0; j < w; ++j) a16[j] = Op::combine(a16[j], static_cast<Acc>(my.template at<true>(j0 + j)));
-        if (r % 16 == 15) {
+      // Blocks of 16 rows (four at a time, then one): a16 takes at most 16 elements, a256 16 of
+      // those, then the total.
+      for (index_t r0 = 0; r0 < c.reduced; r0 += 16) {
+        const index_t b = std::min<index_t>(16, c.reduced - r0);
+        index_t i = 0;
+        for (; i + 4 <= b; i += 4) {
+          for (int k = 0; k < 4; ++k) rows.next_row(k, idx, shape, M, j0, w);
           FUSE_SIMD_LOOP
-          for (index_t j = 0; j < w; ++j) a256[j] = Op::combine(a256[j], a16[j]), a16[j] = Op::template identity<Acc>();
-          if (r % 256 == 255) {
-            for (index_t j = 0; j < w; ++j)
-              tot[j] = Op::combine(tot[j], static_cast<Total>(a256[j])), a256[j] = Op::template identity<Acc>();
+          for (index_t j = 0; j < w; ++j) {
+            const Acc v01 = Op::combine(rows.template at<Acc>(0, j0 + j), rows.template at<Acc>(1, j0 + j));
+            const Acc v23 = Op::combine(rows.template at<Acc>(2, j0 + j), rows.template at<Acc>(3, j0 + j));
+            a16[j] = Op::combine(a16[j], Op::combine(v01, v23));
           }
         }
-        next_reduced<R>(idx, shape, M);
+        for (; i < b; ++i) {
+          rows.next_row(0, idx, shape, M, j0, w);
+          FUSE_SIMD_LOOP
+          for (index_t j = 0; j < w; ++j) a16[j] = Op::combine(a16[j], rows.template at<Acc>(0, j0 + j));
+        }
+        if (b < 16) break;  // the last block: a16 joins in the final combine
+        FUSE_SIMD_LOOP
+        for (index_t j = 0; j < w; ++j) a256[j] = Op::combine(a256[j], a16[j]), a16[j] = Op::template identity<Acc>();
+        if (r0 % 256 == 240) {
+          for (index_t j = 0; j < w; ++j)
+            tot[j] = Op::combine(tot[j], static_cast<Total>(a256[j])), a256[j] = Op::template identity<Acc>();
+        }
       }
       for (index_t j = 0; j < w; ++j) {
         const Total v = Op::combine(tot[j], static_cast<Total>(Op::combine(a256[j], a16[j])));
