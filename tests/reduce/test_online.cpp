@@ -401,16 +401,18 @@ TEST_CASE("column pairs: var over leading axes and its mean in one pass") {
         CHECK(close(f(0, j), rm + (std::isnan(rv) ? 1 : 0), 1e-6));
       }
     }
-    // Kept axes before and between: [3, 37, 20] over axis 1, and over axes 0 and 1.
-    auto x3 = random<float, 3>({3, 37, 20}, 77, -5.0, 7.0);
+    // Kept axes before and between: [3, 1900, 20] over axis 1, and over axes 0 and 1 (5700 rows,
+    // enough elements for 3 threads: split across threads, each part's results joined after).
+    auto x3 = random<float, 3>({3, 1900, 20}, 77, 95.0, 107.0);
     fuse::tensor<float, 3> v1(3, 1, 20), v01(1, 1, 20);
+    CHECK(fuse::plan(exec, fuse::var(x3, fuse::axes<0, 1>)).kernels == 1);
     fuse::assign(exec, v1, fuse::var(x3, fuse::axis<1>));
     fuse::assign(exec, v01, fuse::var(x3, fuse::axes<0, 1>));
     for (index_t c = 0; c < 20; ++c) {
       std::vector<double> all;
       for (index_t a = 0; a < 3; ++a) {
         std::vector<double> col;
-        for (index_t i = 0; i < 37; ++i) col.push_back(x3(a, i, c)), all.push_back(x3(a, i, c));
+        for (index_t i = 0; i < 1900; ++i) col.push_back(x3(a, i, c)), all.push_back(x3(a, i, c));
         CHECK(close(v1(a, 0, c), ref_var(col), 1e-5, 1e-6));
       }
       CHECK(close(v01(0, 0, c), ref_var(all), 1e-5, 1e-6));

@@ -654,6 +654,13 @@ TEST_CASE("reductions over leading axes, read in memory order: every op, ranks 2
     auto x = random<float, 2>({53, 40}, 26, 0.5, 2.0);
     x(20, 7) = NAN;
     check_leading<0b1>(exec, x, fuse::axis<0>);
+    // Fewer tiles than threads and many rows (enough elements for 3 threads): the rows split
+    // across threads (over one reduced axis, and over two), the parts' results combined after;
+    // NaN in the last part. (Values near 1: prod over 5000 rows stays in float's range.)
+    auto tall = random<float, 2>({5000, 20}, 31, 0.9, 1.1);
+    tall(4990, 3) = NAN;
+    check_leading<0b1>(exec, tall, fuse::axis<0>);
+    check_leading<0b11>(exec, random<float, 3>({5, 1000, 24}, 32, 0.9, 1.1), fuse::axes<0, 1>);
   }
 }
 

@@ -48,6 +48,19 @@ bool run_column_moments(const cpu& exec, const destination<TM, RM>& mean_dst, co
   const column_tiles c = tile_columns(shape, M, threads, column_max_tile);
   const index_t tile = c.tile;
 
+  const index_t mean_stride = mean_dst.strides[RM - 1], var_stride = var_dst.strides[RV - 1];
+  // A column's results from its total, and its sum of squared deviations from the mean. A column
+  // holding inf has a variance of NaN (inf - inf, as the two passes give it); a block of one row
+  // would give inf. (The double total of finite floats cannot overflow.)
+  auto write = [&](index_t at_mean, index_t at_var, double total, double m2) {
+    mean_dst.data[at_mean] = mean_op::finalize<TM>(total, c.reduced);
+    const double spread_sum = std::isfinite(total) ? m2 : std::numeric_limits<double>::quiet_NaN();
+    var_dst.data[at_var] = static_cast<TV>(E::op::template finalize<typename E::value_type>(spread_sum, c.reduced));
+  };
+  // Where the rows are split, each part's total, mean and squared deviations, joined after.
+  const std::size_t parted = c.parts > 1 ? std::size_t(c.parts * c.kept * n) : 0;
+  const std::unique_ptr<double[]> part_total(new double[parted]), part_mean(new double[parted]), part_m2(new double[parted]);
+
   run_threads(threads, [&](index_t t, index_t nt) {
     four_rows<R, Ev> rows(ev, splats, n);  // four rows a pass
     // Per column of the tile: the block's shift, sum, sum of deviations and of their squares
@@ -65,15 +78,16 @@ bool run_column_moments(const cpu& exec, const destination<TM, RM>& mean_dst, co
     double* const m2 = column_arrays[2].get();
     for (index_t item = t * c.items / nt; item < (t + 1) * c.items / nt; ++item) {
       index_t idx[R - 1];
-      const index_t j0 = start_item(c, item, shape, M, idx), w = std::min(n, j0 + tile) - j0;
-      const index_t at_mean = result_offset<R>(mean_dst, idx), at_var = result_offset<R>(var_dst, idx);
+      const column_item it = start_item(c, item, shape, M, idx);
+      const index_t j0 = it.j0, w = std::min(n, j0 + tile) - j0, count = it.row_end - it.row_begin;
+      const index_t at_mean = result_offset<R>(mean_dst, idx, M), at_var = result_offset<R>(var_dst, idx, M);
       std::fill_n(total, w, 0.0);
       std::fill_n(mu, w, 0.0);
       std::fill_n(m2, w, 0.0);
       auto at = [&](int k, index_t j) { return rows.template at<Acc>(k, j0 + j); };
       auto next_row = [&](int k) { rows.next_row(k, idx, shape, M, j0, w); };
-      for (index_t r0 = 0; r0 < c.reduced; r0 += moment_block_rows) {
-        const index_t b = std::min(moment_block_rows, c.reduced - r0);
+      for (index_t r0 = 0; r0 < count; r0 += moment_block_rows) {
+        const index_t b = std::min(moment_block_rows, count - r0);
         index_t i = 0;
         if (b >= 4) {  // the block's first four rows, the first its shift
           for (int k = 0; k < 4; ++k) next_row(k);
@@ -120,16 +134,35 @@ bool run_column_moments(const cpu& exec, const destination<TM, RM>& mean_dst, co
           m2[j] += block_m2 + delta * delta * spread;
         }
       }
-      for (index_t j = 0; j < w; ++j) {
-        // A column holding inf has a variance of NaN (inf - inf, as the two passes give it); a
-        // block of one row would give inf. (The double total of finite floats cannot overflow.)
-        const double spread_sum = std::isfinite(total[j]) ? m2[j] : std::numeric_limits<double>::quiet_NaN();
-        mean_dst.data[at_mean + (j0 + j) * mean_dst.strides[RM - 1]] = mean_op::finalize<TM>(total[j], c.reduced);
-        var_dst.data[at_var + (j0 + j) * var_dst.strides[RV - 1]] =
-            static_cast<TV>(E::op::template finalize<typename E::value_type>(spread_sum, c.reduced));
+      if (c.parts > 1) {
+        const std::size_t slot = std::size_t((it.part * c.kept + it.kept_index) * n + j0);
+        std::copy_n(total, w, part_total.get() + slot);
+        std::copy_n(mu, w, part_mean.get() + slot);
+        std::copy_n(m2, w, part_m2.get() + slot);
+      } else {
+        for (index_t j = 0; j < w; ++j) write(at_mean + (j0 + j) * mean_stride, at_var + (j0 + j) * var_stride, total[j], m2[j]);
       }
     }
   });
+  // The parts' results, joined by the same update (a few columns: kept * tiles < threads).
+  for (index_t k = 0; k < (c.parts > 1 ? c.kept : 0); ++k) {
+    index_t idx[R - 1];
+    start_item(c, k * c.tiles * c.parts, shape, M, idx);  // the kept axes of combination k
+    const index_t at_mean = result_offset<R>(mean_dst, idx, M), at_var = result_offset<R>(var_dst, idx, M);
+    for (index_t j = 0; j < n; ++j) {
+      double total = 0, mu = 0, m2 = 0, na = 0;
+      for (index_t part = 0; part < c.parts; ++part) {
+        const std::size_t slot = std::size_t((part * c.kept + k) * n + j);
+        const double nb = double(c.reduced * (part + 1) / c.parts - c.reduced * part / c.parts);
+        const double delta = part_mean[slot] - mu, to_part = nb / (na + nb);
+        total += part_total[slot];
+        mu += delta * to_part;
+        m2 += part_m2[slot] + delta * delta * (na * to_part);
+        na += nb;
+      }
+      write(at_mean + j * mean_stride, at_var + j * var_stride, total, m2);
+    }
+  }
   return true;
 }
 

@@ -60,43 +60,70 @@ bool reads_by_rows(Ev& ev, const shape_t<R>& shape, const destination<T, RD>& ds
 }
 
 // Offset in dst (e's shape, leading extents of 1 possibly dropped) of the result at the first R - 1
-// indices idx of the operand (reduced ones 0).
+// indices idx of the operand (its kept axes; the reduced ones, in mask, are extent 1 there).
 template <std::size_t R, class T, std::size_t RD>
-index_t result_offset(const destination<T, RD>& dst, const index_t* idx) {
+index_t result_offset(const destination<T, RD>& dst, const index_t* idx, std::uint32_t mask) {
   index_t at = 0;
   for (std::size_t d = 0; d + 1 < R; ++d)
-    if (d + RD >= R) at += idx[d] * dst.strides[d + RD - R];
+    if (d + RD >= R && !((mask >> d) & 1u)) at += idx[d] * dst.strides[d + RD - R];
   return at;
 }
 
-// How a column kernel splits its work: kept * tiles items, each a tile of at most `tile` columns
-// at one combination of the kept axes, read over all combinations of the reduced ones.
+// A tile is no narrower than this many columns where the rows can be split across threads
+// instead: a narrow tile reads a few cache lines of each row and seeks for them (NHWC statistics
+// over [N * H * W, 64]: two tiles of 32 columns, one per thread); and a part has at least
+// column_min_part_rows rows.
+inline constexpr index_t column_split_width = 256;
+inline constexpr index_t column_min_part_rows = 64;
+
+// How a column kernel splits its work: items, each a tile of at most `tile` columns at one of the
+// `kept` combinations of the kept axes, over one of `parts` equal parts of the `reduced`
+// combinations of the reduced axes (1 unless there are fewer tiles than threads; the parts'
+// partial results are then combined after).
 struct column_tiles {
-  index_t reduced = 1, tile = 0, tiles = 0, items = 0;
+  index_t kept = 1, reduced = 1, tile = 0, tiles = 0, parts = 1, items = 0;
 };
-// Tiles narrow enough that every thread gets one, at most max_tile, on 16-element bounds.
 template <std::size_t R>
 column_tiles tile_columns(const shape_t<R>& shape, std::uint32_t mask, int threads, index_t max_tile) {
   column_tiles c;
-  index_t kept = 1;
-  for (std::size_t d = 0; d + 1 < R; ++d) ((mask >> d) & 1u ? c.reduced : kept) *= shape[d];
+  for (std::size_t d = 0; d + 1 < R; ++d) ((mask >> d) & 1u ? c.reduced : c.kept) *= shape[d];
   const index_t n = shape[R - 1];
-  const index_t per_kept = (threads + kept - 1) / kept;
+  const index_t per_kept = (threads + c.kept - 1) / std::max<index_t>(c.kept, 1);
+  // Tiles narrow enough that every thread gets one, at most max_tile, on 16-element bounds...
   c.tile = std::clamp<index_t>(((n + per_kept - 1) / per_kept + 15) / 16 * 16, 16, max_tile);
+  // ... but no narrower than column_split_width where the rows can be split instead.
+  const index_t wide = std::min({(n + 15) / 16 * 16, column_split_width, max_tile});
+  if (c.tile < wide && c.reduced >= 2 * column_min_part_rows) c.tile = wide;
   c.tiles = (n + c.tile - 1) / c.tile;
-  c.items = kept * c.tiles;
+  if (c.kept * c.tiles < threads)
+    c.parts = std::clamp<index_t>((threads + c.kept * c.tiles - 1) / std::max<index_t>(c.kept * c.tiles, 1), 1,
+                                  std::max<index_t>(1, c.reduced / column_min_part_rows));
+  c.items = c.kept * c.tiles * c.parts;
   return c;
 }
-// Item `item`'s first column; idx (the first R - 1 indices) gets its kept axes (row-major), the
-// reduced ones 0.
+
+// One item of a column kernel: its first column, its combination of the kept axes (row-major),
+// its part, and the rows [row_begin, row_end) of the reduced combinations that the part reads.
+struct column_item {
+  index_t j0, kept_index, part, row_begin, row_end;
+};
+// Item `item`; idx (the first R - 1 indices) gets its kept axes and its first row's reduced ones.
 template <std::size_t R>
-index_t start_item(const column_tiles& c, index_t item, const shape_t<R>& shape, std::uint32_t mask, index_t* idx) {
-  index_t o = item / c.tiles;
+column_item start_item(const column_tiles& c, index_t item, const shape_t<R>& shape, std::uint32_t mask, index_t* idx) {
+  column_item it{};
+  it.part = item % c.parts;
+  const index_t rest = item / c.parts;
+  it.j0 = (rest % c.tiles) * c.tile;
+  it.kept_index = rest / c.tiles;
+  it.row_begin = c.reduced * it.part / c.parts;
+  it.row_end = c.reduced * (it.part + 1) / c.parts;
+  index_t o = it.kept_index, r = it.row_begin;
   for (std::size_t d = R - 1; d-- > 0;) {
-    idx[d] = 0;
-    if (!((mask >> d) & 1u)) idx[d] = o % shape[d], o /= shape[d];
+    index_t& v = (mask >> d) & 1u ? r : o;
+    idx[d] = shape[d] > 0 ? v % shape[d] : 0;
+    if (shape[d] > 0) v /= shape[d];
   }
-  return (item % c.tiles) * c.tile;
+  return it;
 }
 // idx to the next combination of the reduced axes.
 template <std::size_t R>
@@ -166,6 +193,10 @@ bool run_columns(const cpu& exec, const destination<T, RD>& dst, const E& e) {
   const index_t tile = c.tile;
   const index_t out_last = dst.strides[RD - 1];
 
+  // Where the rows are split, each part's totals, combined after (a few columns: kept * tiles <
+  // threads).
+  const std::unique_ptr<Total[]> partial(c.parts > 1 ? new Total[std::size_t(c.parts * c.kept * n)] : nullptr);
+
   run_threads(threads, [&](index_t t, index_t nt) {
     four_rows<R, decltype(ev)> rows(ev, splats, n);
     // Arrays, not std::vector: max of bool masks accumulates bool.
@@ -173,8 +204,9 @@ bool run_columns(const cpu& exec, const destination<T, RD>& dst, const E& e) {
     const std::unique_ptr<Total[]> total(new Total[std::size_t(tile)]);
     for (index_t item = t * c.items / nt; item < (t + 1) * c.items / nt; ++item) {
       index_t idx[R - 1];
-      const index_t j0 = start_item(c, item, shape, M, idx), w = std::min(n, j0 + tile) - j0;
-      const index_t at = result_offset<R>(dst, idx);
+      const column_item it = start_item(c, item, shape, M, idx);
+      const index_t j0 = it.j0, w = std::min(n, j0 + tile) - j0, count = it.row_end - it.row_begin;
+      const index_t at = result_offset<R>(dst, idx, M);
       Acc* const a16 = rows16.get();
       Acc* const a256 = rows256.get();
       Total* const tot = total.get();
@@ -183,8 +215,8 @@ bool run_columns(const cpu& exec, const destination<T, RD>& dst, const E& e) {
       std::fill_n(tot, w, Op::template identity<Total>());
       // Blocks of 16 rows (four at a time, then one): a16 takes at most 16 elements, a256 16 of
       // those, then the total.
-      for (index_t r0 = 0; r0 < c.reduced; r0 += 16) {
-        const index_t b = std::min<index_t>(16, c.reduced - r0);
+      for (index_t r0 = 0; r0 < count; r0 += 16) {
+        const index_t b = std::min<index_t>(16, count - r0);
         index_t i = 0;
         for (; i + 4 <= b; i += 4) {
           for (int k = 0; k < 4; ++k) rows.next_row(k, idx, shape, M, j0, w);
@@ -210,10 +242,21 @@ bool run_columns(const cpu& exec, const destination<T, RD>& dst, const E& e) {
       }
       for (index_t j = 0; j < w; ++j) {
         const Total v = Op::combine(tot[j], static_cast<Total>(Op::combine(a256[j], a16[j])));
-        dst.data[at + (j0 + j) * out_last] = static_cast<T>(Op::template finalize<Result>(v, c.reduced));
+        if (c.parts > 1) partial[std::size_t((it.part * c.kept + it.kept_index) * n + j0 + j)] = v;
+        else dst.data[at + (j0 + j) * out_last] = static_cast<T>(Op::template finalize<Result>(v, c.reduced));
       }
     }
   });
+  for (index_t k = 0; k < (c.parts > 1 ? c.kept : 0); ++k) {
+    index_t idx[R - 1];
+    start_item(c, k * c.tiles * c.parts, shape, M, idx);  // the kept axes of combination k
+    const index_t at = result_offset<R>(dst, idx, M);
+    for (index_t j = 0; j < n; ++j) {
+      Total v = partial[std::size_t(k * n + j)];
+      for (index_t part = 1; part < c.parts; ++part) v = Op::combine(v, partial[std::size_t((part * c.kept + k) * n + j)]);
+      dst.data[at + j * out_last] = static_cast<T>(Op::template finalize<Result>(v, c.reduced));
+    }
+  }
   return true;
 }
 

@@ -51,7 +51,7 @@ bool run_short_rows(const cpu& exec, const destination<T, RD>& dst, const E& e) 
         for (index_t j = 0; j < n; ++j) a = Op::combine(a, static_cast<Acc>(my.template at<true>(j)));
       }
       const Total v = Op::combine(Op::template identity<Total>(), static_cast<Total>(a));
-      dst.data[result_offset<R>(dst, idx)] = static_cast<T>(Op::template finalize<Result>(v, n));
+      dst.data[result_offset<R>(dst, idx, 0u)] = static_cast<T>(Op::template finalize<Result>(v, n));
       for (index_t d = index_t(R) - 2; d >= 0; --d) {  // the next row
         if (++idx[d] < shape[d]) break;
         idx[d] = 0;
