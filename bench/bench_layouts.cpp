@@ -8,6 +8,10 @@
 //   batch_norm_train the same with the statistics of x itself, mean and var over axes<0, 2, 3>: one
 //                   row kernel per channel, its row 16 runs of 112 * 112 (plan/fusion.hpp); the
 //                   hand loop makes three passes over each channel
+//   batch_norm_nhwc the training batch norm and ReLU on NHWC [64, 56, 56, 64], statistics over
+//                   N, H, W: a column pair (mean and variance in one pass, the rows split across
+//                   threads: core/column_pair.hpp), then the normalisation; the hand loop makes
+//                   three passes (the means, the squares about them, the normalisation)
 //   column_sum      sum(x, axis<0>) on [8192, 4096] (backend/cpu/column_reduce.hpp)
 //   column_var      var(x, axis<0>) on the same x: a column pair, the mean and the variance in one
 //                   pass (core/column_pair.hpp, backend/cpu/column_moments.hpp); the hand loop
@@ -145,6 +149,72 @@ void batch_norm_train_hand(benchmark::State& s) {
         float* q = y + (n * kC + c) * kHW;
 #pragma omp simd
         for (index_t k = 0; k < kHW; ++k) q[k] = std::max(p[k] * a + b, 0.f);
+      }
+    }
+    benchmark::ClobberMemory();
+  }
+  bench::set_bytes(s, d.bytes());
+}
+
+constexpr index_t kNhwcN = 64, kNhwcHW = 56 * 56;
+struct nhwc_data {
+  fuse::tensor<float, 4> x{kNhwcN, 56, 56, kC}, y{kNhwcN, 56, 56, kC};
+  fuse::tensor<float, 1> gamma{kC}, beta{kC};
+  nhwc_data() { bench::fill_random(x, 11), bench::fill_random(gamma, 12), bench::fill_random(beta, 13); }
+  double bytes() const { return 2.0 * double(kNhwcN * kNhwcHW * kC) * sizeof(float); }
+};
+
+template <class Exec>
+void batch_norm_nhwc_fuse(benchmark::State& s, Exec exec) {
+  nhwc_data d;
+  auto e = fuse::relu((d.x - fuse::mean(d.x, fuse::axes<0, 1, 2>)) * fuse::rsqrt(fuse::var(d.x, fuse::axes<0, 1, 2>) + 1e-5f) * d.gamma +
+                      d.beta);
+  fuse::assign(exec, d.y, e);
+  for (auto _ : s) fuse::assign(exec, d.y, e), benchmark::ClobberMemory();
+  bench::set_bytes(s, d.bytes());
+}
+
+// Per-thread column sums over a share of the rows (then combined), for the means and then the
+// squares about them; then the normalisation.
+void batch_norm_nhwc_hand(benchmark::State& s) {
+  nhwc_data d;
+  const float* __restrict__ x = d.x.data();
+  float* __restrict__ y = d.y.data();
+  constexpr index_t rows = kNhwcN * kNhwcHW;
+  std::vector<float> mean(kC), a(kC), b(kC);
+  for (auto _ : s) {
+    std::vector<double> sum(kC), sq(kC);
+#pragma omp parallel
+    {
+      std::vector<float> part(kC);
+#pragma omp for schedule(static)
+      for (index_t r = 0; r < rows; ++r) {
+#pragma omp simd
+        for (index_t c = 0; c < kC; ++c) part[c] += x[r * kC + c];
+      }
+#pragma omp critical
+      for (index_t c = 0; c < kC; ++c) sum[c] += part[c];
+#pragma omp barrier
+#pragma omp single
+      for (index_t c = 0; c < kC; ++c) mean[c] = float(sum[c] / double(rows));
+      std::fill(part.begin(), part.end(), 0.f);
+#pragma omp for schedule(static)
+      for (index_t r = 0; r < rows; ++r) {
+#pragma omp simd
+        for (index_t c = 0; c < kC; ++c) part[c] += (x[r * kC + c] - mean[c]) * (x[r * kC + c] - mean[c]);
+      }
+#pragma omp critical
+      for (index_t c = 0; c < kC; ++c) sq[c] += part[c];
+#pragma omp barrier
+#pragma omp single
+      for (index_t c = 0; c < kC; ++c) {
+        a[c] = d.gamma(c) / std::sqrt(float(sq[c] / double(rows)) + 1e-5f);
+        b[c] = d.beta(c) - mean[c] * a[c];
+      }
+#pragma omp for schedule(static)
+      for (index_t r = 0; r < rows; ++r) {
+#pragma omp simd
+        for (index_t c = 0; c < kC; ++c) y[r * kC + c] = std::max(x[r * kC + c] * a[c] + b[c], 0.f);
       }
     }
     benchmark::ClobberMemory();
@@ -452,6 +522,10 @@ const auto reg = [] {
   add("batch_norm_train/fused", [](benchmark::State& s) { batch_norm_train_fuse(s, fuse::cpu{}); });
   add("batch_norm_train/eager", [](benchmark::State& s) { batch_norm_train_fuse(s, fuse::eager(fuse::cpu{})); });
   add("batch_norm_train/hand", batch_norm_train_hand);
+  add("batch_norm_nhwc/copy", [](benchmark::State& s) { bench::copy_baseline(s, nhwc_data{}.bytes()); });
+  add("batch_norm_nhwc/fused", [](benchmark::State& s) { batch_norm_nhwc_fuse(s, fuse::cpu{}); });
+  add("batch_norm_nhwc/eager", [](benchmark::State& s) { batch_norm_nhwc_fuse(s, fuse::eager(fuse::cpu{})); });
+  add("batch_norm_nhwc/hand", batch_norm_nhwc_hand);
   add("column_sum/copy", [](benchmark::State& s) { bench::copy_baseline(s, column_data{}.bytes()); });
   add("column_sum/fused", [](benchmark::State& s) { column_fuse(s, fuse::cpu{}, column_sum_of); });
   add("column_sum/eager", [](benchmark::State& s) { column_fuse(s, fuse::eager(fuse::cpu{}), column_sum_of); });
