@@ -14,8 +14,8 @@
 //                   three passes (the means, the squares about them, the normalisation)
 //   column_sum      sum(x, axis<0>) on [8192, 4096] (backend/cpu/column_reduce.hpp)
 //   column_var      var(x, axis<0>) on the same x: a column pair, the mean and the variance in one
-//                   pass (core/column_pair.hpp, backend/cpu/column_moments.hpp); the hand loop
-//                   and eager make two (the mean, then the squares about it)
+//                   pass (core/column_pair.hpp, backend/cpu/column_moments.hpp), eager too (var is
+//                   one node); the hand loop makes two (the mean, then the squares about it)
 //   image_norm      y = (img - mean[3]) / sd[3] on HWC [2048, 2048, 3]: rows of 3 run as tiles
 //                   of rows (backend/cpu/tile.hpp)
 //   embedding       take(table[50257, 768], ids[16384]) -> [16384, 768], GPT-2's token lookup

@@ -417,6 +417,24 @@ TEST_CASE("column pairs: var over leading axes and its mean in one pass") {
       }
       CHECK(close(v01(0, 0, c), ref_var(all), 1e-5, 1e-6));
     }
+    // A kept axis between reduced ones, 3003 rows split in uneven parts (2 or 3 threads), NaN, inf
+    // and -inf in later parts.
+    auto x4 = random<float, 4>({3, 2, 1001, 20}, 82, 95.0, 107.0);
+    x4(2, 1, 900, 4) = NAN;
+    x4(0, 0, 1000, 6) = inf;
+    x4(2, 1, 1000, 8) = inf;
+    x4(1, 1, 5, 8) = -inf;
+    fuse::tensor<float, 4> v4(1, 2, 1, 20);
+    fuse::assign(exec, v4, fuse::var(x4, fuse::axes<0, 2>));
+    CHECK(fuse::plan(exec, fuse::var(x4, fuse::axes<0, 2>)).kernels == 1);
+    for (index_t k = 0; k < 2; ++k)
+      for (index_t c = 0; c < 20; ++c) {
+        std::vector<double> vals;
+        for (index_t a = 0; a < 3; ++a)
+          for (index_t i = 0; i < 1001; ++i) vals.push_back(x4(a, k, i, c));
+        CAPTURE(k, c);
+        CHECK(close(v4(0, k, 0, c), ref_var(vals), 1e-5, 1e-6));
+      }
     // A row of copies (s [m, 1], stride 0 along the row), a misaligned view (from column 1), and a
     // double operand: one kernel each.
     auto x = random<float, 2>({45, 70}, 78, -2.0, 2.0);
@@ -454,5 +472,39 @@ TEST_CASE("column pairs: var over leading axes and its mean in one pass") {
       CHECK(close(vt(0, j), ref_var(col), 1e-5, 1e-7));
     }
     for (index_t j = 0; j < 9; ++j) CHECK(close(vn(0, j), ref_var(column_of(x, j)), 1e-5, 1e-7));
+  }
+  // A pair below another group's reduction: it runs first, and the mean(x) at the top reads its
+  // mean (x read twice: the pair, then the top's own reading of nothing but small results).
+  auto x = random<float, 2>({60, 24}, 83, -2.0, 2.0);
+  const auto nested = fuse::mean(fuse::map(counted, x), fuse::axis<0>) + fuse::sum(fuse::var(fuse::map(counted, x), fuse::axis<0>), fuse::axis<0>);
+  static_assert(fuse::kernels_v<decltype(nested)> == 3);  // the pair, the sum, the root
+  CHECK(fuse::plan(nested).kernels == 3);
+  calls = 0;
+  const auto got = fuse::eval(nested);
+  CHECK(calls == x.size());
+  for (index_t j = 0; j < 24; ++j) {
+    const auto col = column_of(x, j);
+    CHECK(close(got(0, j), ref_mean(col) + ref_var(col), 1e-5, 1e-6));
+  }
+  // Pairs of one form over other data: kernels_v takes them for one, the plan lists both and says
+  // why; a pair whose two means are of different data is two kernels, and the plan says why.
+  auto y = random<float, 2>({60, 24}, 84, -2.0, 2.0);
+  const auto two = fuse::var(x, fuse::axis<0>) + fuse::var(y, fuse::axis<0>);
+  static_assert(fuse::kernels_v<decltype(two)> == 2);
+  const auto pt = fuse::plan(two);
+  CHECK(pt.kernels == 3);
+  CHECK(pt.lines[1].what.find("over other data") != std::string::npos);
+  const auto mixed = fuse::mean(fuse::square(x - fuse::mean(y, fuse::axis<0>)), fuse::axis<0>);
+  static_assert(fuse::kernels_v<decltype(mixed)> == 1);
+  const auto pm = fuse::plan(mixed);
+  CHECK(pm.kernels == 2);
+  CHECK(pm.lines[1].what.find("different data") != std::string::npos);
+  const auto two_got = fuse::eval(two), mixed_got = fuse::eval(mixed);
+  for (index_t j = 0; j < 24; ++j) {
+    const auto cx = column_of(x, j), cy = column_of(y, j);
+    double m = 0;
+    for (double v : cx) m += (v - ref_mean(cy)) * (v - ref_mean(cy)) / 60;
+    CHECK(close(two_got(0, j), ref_var(cx) + ref_var(cy), 1e-5, 1e-6));
+    CHECK(close(mixed_got(0, j), m, 1e-5, 1e-6));
   }
 }

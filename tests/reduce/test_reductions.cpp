@@ -661,6 +661,8 @@ TEST_CASE("reductions over leading axes, read in memory order: every op, ranks 2
     tall(4990, 3) = NAN;
     check_leading<0b1>(exec, tall, fuse::axis<0>);
     check_leading<0b11>(exec, random<float, 3>({5, 1000, 24}, 32, 0.9, 1.1), fuse::axes<0, 1>);
+    // Two kept combinations (axis 1, between the reduced ones) and 3003 rows in uneven parts.
+    check_leading<0b101>(exec, random<float, 4>({3, 2, 1001, 20}, 33, 0.9, 1.1), fuse::axes<0, 2>);
   }
 }
 

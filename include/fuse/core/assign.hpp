@@ -86,16 +86,19 @@ bool run_column_pair(const cpu& exec, computed_for<cpu>& computed, const destina
   return true;
 }
 
-// Computes first each column pair that the group (R, M) of e reads as a group of its own, so that
-// a mean(x) met before its var(x) (x - mean(x), then var(x), in a batch norm over NHWC) reads the
-// pair's mean rather than running a kernel of its own.
+// Computes first each column pair below e (in the group (R, M) of e, or in the groups of its own
+// below it), so that a mean(x) met before its var(x) (x - mean(x), then var(x), in a batch norm
+// over NHWC; or in another group) reads the pair's mean rather than running a kernel of its own.
+// (plan/fusion.hpp counts a pair's mean nowhere else; plan/report.hpp lists the pairs first.)
 template <std::size_t R, std::uint32_t M, class Exec, class E>
 void compute_column_pairs(const Exec& exec, computed_for<Exec>& computed, const E& e);
 
 template <std::size_t R, std::uint32_t M, class Exec, class A>
 void compute_column_pairs_of(const Exec& exec, computed_for<Exec>& computed, const A& a) {
+  using G = typename unsqueezed<A>::type;
   if constexpr (stays_in_group<A, R, M>) compute_column_pairs<R, M>(exec, computed, a);
-  else if constexpr (column_pair_v<typename unsqueezed<A>::type>) materialise_group(exec, computed, a);
+  else if constexpr (column_pair_v<G>) materialise_group(exec, computed, a);
+  else compute_column_pairs<group_of<G>::rank, group_of<G>::mask>(exec, computed, unsqueezed_node(a));
 }
 
 template <std::size_t R, std::uint32_t M, class Exec, class E>

@@ -65,11 +65,15 @@ inline constexpr bool has_column_pair_v = has_column_pair_f<E>();
 // copies, and every leaf is read along it in memory order (contiguous, or of stride 0 through a
 // row of copies). (The kernel checks overlap with its destination as well.)
 template <class E>
+bool column_pair_same_data(const E& e) {
+  return same_node(column_pair<E>::operand(e), column_pair<E>::mean(e).child);
+}
+template <class E>
 bool column_pair_fits(const E& e) {
   using P = column_pair<E>;
   constexpr std::size_t R = E::child_rank;
   const auto& a = P::operand(e);
-  if (!same_node(a, P::mean(e).child)) return false;
+  if (!column_pair_same_data(e)) return false;
   const shape_t<R> shape = a.shape();
   const index_t n = shape[R - 1];
   if (n < column_min_extent || n > splat_max_row) return false;

@@ -222,6 +222,13 @@ struct unsqueezed<squeezed_reduce<K, I>> {
   using type = I;
 };
 
+// The node of that reduction.
+template <class A>
+const auto& unsqueezed_node(const A& a) {
+  if constexpr (is_squeezed_v<A>) return a.inner;
+  else return a;
+}
+
 // Does every reduction that joins the group reduce exactly the group's extents along its row
 // axes? (Otherwise the run-time shapes force a split.)
 template <std::size_t R, std::uint32_t M, class E>

@@ -377,15 +377,23 @@ std::string emit_column_pair(const E& e, plan_builder& p) {
   return name;
 }
 
-// The column pairs that the group (R, M) of e reads, emitted first (as compute_column_pairs in
-// core/assign.hpp), so that a mean(x) met before its var(x) reads the pair's mean.
+// The column pairs below e (in its group (R, M) or in the groups below it), emitted first (as
+// compute_column_pairs in core/assign.hpp), so that a mean(x) met before its var(x) reads the
+// pair's mean.
 template <std::size_t R, std::uint32_t M, class E>
 void emit_column_pairs_first(const E& e, plan_builder& p) {
   auto operand = [&]<class A>(const A& a) {
+    using G = typename unsqueezed<A>::type;
     if constexpr (stays_in_group<A, R, M>) {
       emit_column_pairs_first<R, M>(a, p);
-    } else if constexpr (column_pair_v<typename unsqueezed<A>::type>) {
-      if (!p.computed_before(a)) p.reductions.push_back({ref_of(a), emit_group(a, p)});
+    } else if constexpr (column_pair_v<G>) {
+      if (p.computed_before(a)) return;
+      const bool same_form = std::any_of(p.reductions.begin(), p.reductions.end(), [](const auto& c) { return c.ref.type == &type_key<A>; });
+      p.reductions.push_back({ref_of(a), emit_group(a, p)});
+      // kernels_v counts a pair of one form once, taking it for the same data (as emit_leaving).
+      if (same_form) p.report.lines.back().what += " (of the same form as an earlier kernel, over other data)";
+    } else {
+      emit_column_pairs_first<group_of<G>::rank, group_of<G>::mask>(unsqueezed_node(a), p);
     }
   };
   if constexpr (has_column_pair_v<E>) {
@@ -402,8 +410,9 @@ std::string emit_plain_group(const E& e, plan_builder& p) {
   if constexpr (column_pair_v<E>) {
     if (!p.computed_before(column_pair<E>::mean(e))) {
       if (p.column_pairs && column_pair_fits(e)) return emit_column_pair(e, p);
-      note = p.column_pairs ? " (its mean a kernel of its own: a last axis under 16 or over 65536 elements, or not read in memory order)"
-                            : " (its mean a kernel of its own: the CUDA executor runs no column pairs)";
+      note = !p.column_pairs                 ? " (its mean a kernel of its own: the CUDA executor runs no column pairs)"
+             : !column_pair_same_data(e) ? " (its mean a kernel of its own: the means are of different data)"
+                                         : " (its mean a kernel of its own: a last axis under 16 or over 65536 elements, or not read in memory order)";
     }
   } else if (p.column_pairs) {
     emit_column_pairs_first<R, G::mask>(e, p);

@@ -8,13 +8,13 @@
 // squared deviations from it (sum d^2 - (sum d)^2 / b) then join the column's running ones in
 // double by Chan, Golub and LeVeque's pairwise update. Data far from 0 (a mean of 1e3, a spread of
 // 1) lose nothing to cancellation. The mean written is the plain sum over the count, as mean()
-// alone gives it: a column holding inf has mean inf and variance NaN, as NumPy.
+// alone gives it: a column holding inf has mean inf and variance NaN, as NumPy (the block's
+// first row counts its own deviation, v - v: NaN for inf, so that a block of one row holding inf
+// does not give inf).
 #pragma once
 
 #include <algorithm>
-#include <cmath>
 #include <cstddef>
-#include <limits>
 #include <memory>
 
 #include "fuse/backend/cpu/column_reduce.hpp"
@@ -49,13 +49,10 @@ bool run_column_moments(const cpu& exec, const destination<TM, RM>& mean_dst, co
   const index_t tile = c.tile;
 
   const index_t mean_stride = mean_dst.strides[RM - 1], var_stride = var_dst.strides[RV - 1];
-  // A column's results from its total, and its sum of squared deviations from the mean. A column
-  // holding inf has a variance of NaN (inf - inf, as the two passes give it); a block of one row
-  // would give inf. (The double total of finite floats cannot overflow.)
+  // A column's results from its total, and its sum of squared deviations from the mean.
   auto write = [&](index_t at_mean, index_t at_var, double total, double m2) {
     mean_dst.data[at_mean] = mean_op::finalize<TM>(total, c.reduced);
-    const double spread_sum = std::isfinite(total) ? m2 : std::numeric_limits<double>::quiet_NaN();
-    var_dst.data[at_var] = static_cast<TV>(E::op::template finalize<typename E::value_type>(spread_sum, c.reduced));
+    var_dst.data[at_var] = static_cast<TV>(E::op::template finalize<typename E::value_type>(m2, c.reduced));
   };
   // Where the rows are split, each part's total, mean and squared deviations, joined after.
   const std::size_t parted = c.parts > 1 ? std::size_t(c.parts * c.kept * n) : 0;
@@ -94,14 +91,17 @@ bool run_column_moments(const cpu& exec, const destination<TM, RM>& mean_dst, co
           FUSE_SIMD_LOOP
           for (index_t j = 0; j < w; ++j) {
             const Acc v0 = at(0, j), v1 = at(1, j), v2 = at(2, j), v3 = at(3, j);
-            const Acc d1 = v1 - v0, d2 = v2 - v0, d3 = v3 - v0;
-            shift[j] = v0, sum[j] = (v0 + v1) + (v2 + v3), dev[j] = d1 + d2 + d3, sq[j] = d1 * d1 + d2 * d2 + d3 * d3;
+            const Acc d0 = v0 - v0, d1 = v1 - v0, d2 = v2 - v0, d3 = v3 - v0;  // (d0: NaN for inf)
+            shift[j] = v0, sum[j] = (v0 + v1) + (v2 + v3), dev[j] = (d0 + d1) + (d2 + d3), sq[j] = (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3);
           }
           i = 4;
         } else {
           next_row(0);
           FUSE_SIMD_LOOP
-          for (index_t j = 0; j < w; ++j) shift[j] = sum[j] = at(0, j), dev[j] = sq[j] = Acc(0);
+          for (index_t j = 0; j < w; ++j) {
+            const Acc v = at(0, j), d = v - v;
+            shift[j] = sum[j] = v, dev[j] = d, sq[j] = d * d;
+          }
           i = 1;
         }
         for (; i + 4 <= b; i += 4) {

@@ -88,7 +88,7 @@ column_tiles tile_columns(const shape_t<R>& shape, std::uint32_t mask, int threa
   column_tiles c;
   for (std::size_t d = 0; d + 1 < R; ++d) ((mask >> d) & 1u ? c.reduced : c.kept) *= shape[d];
   const index_t n = shape[R - 1];
-  const index_t per_kept = (threads + c.kept - 1) / std::max<index_t>(c.kept, 1);
+  const index_t per_kept = std::max<index_t>(1, (threads + c.kept - 1) / std::max<index_t>(c.kept, 1));
   // Tiles narrow enough that every thread gets one, at most max_tile, on 16-element bounds...
   c.tile = std::clamp<index_t>(((n + per_kept - 1) / per_kept + 15) / 16 * 16, 16, max_tile);
   // ... but no narrower than column_split_width where the rows can be split instead.
