@@ -69,14 +69,16 @@ bool column_pair_same_data(const E& e) {
   return same_node(column_pair<E>::operand(e), column_pair<E>::mean(e).child);
 }
 template <class E>
+bool column_pair_shape_fits(const E& e) {
+  const index_t n = column_pair<E>::operand(e).shape()[E::child_rank - 1];
+  return column_pair_same_data(e) && n >= column_min_extent && n <= splat_max_row;
+}
+template <class E>
 bool column_pair_fits(const E& e) {
-  using P = column_pair<E>;
   constexpr std::size_t R = E::child_rank;
-  const auto& a = P::operand(e);
-  if (!column_pair_same_data(e)) return false;
+  if (!column_pair_shape_fits(e)) return false;
+  const auto& a = column_pair<E>::operand(e);
   const shape_t<R> shape = a.shape();
-  const index_t n = shape[R - 1];
-  if (n < column_min_extent || n > splat_max_row) return false;
   auto ev = a.template evaluator<R, 0>(shape);
   bool in_order = true;
   ev.for_each_tracker([&](const tracker& t) { in_order = in_order && reading_along_row<R>(t) != along_row::strided; });

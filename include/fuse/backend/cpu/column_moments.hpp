@@ -25,6 +25,14 @@ namespace fuse::detail {
 // Rows a block holds.
 inline constexpr index_t moment_block_rows = 16;
 
+// Chan, Golub and LeVeque's update: a set of nb elements (mean mean_b, squared deviations from it
+// m2_b) joins one of na (mu, m2); to_b = nb / (na + nb), spread = na * to_b.
+FUSE_INLINE void join_moments(double& mu, double& m2, double mean_b, double m2_b, double to_b, double spread) {
+  const double delta = mean_b - mu;
+  mu += delta * to_b;
+  m2 += m2_b + delta * delta * spread;
+}
+
 // Runs column pair e (column_pair_v), writing its variance into var_dst (e's shape, leading
 // extents of 1 possibly dropped) and its inner mean into mean_dst (a fresh buffer of the mean's
 // shape). False, with nothing written, where it cannot (column_pair_fits, or var_dst overlapping
@@ -35,7 +43,7 @@ bool run_column_moments(const cpu& exec, const destination<TM, RM>& mean_dst, co
   using Acc = typename E::acc_type;
   constexpr std::size_t R = E::child_rank;
   constexpr std::uint32_t M = E::mask;
-  if (!column_pair_fits(e)) return false;
+  if (!column_pair_shape_fits(e)) return false;  // (the layout: reads_by_rows below)
   const auto& a = P::operand(e);
   const shape_t<R> shape = a.shape();
   const index_t n = shape[R - 1];
@@ -55,8 +63,9 @@ bool run_column_moments(const cpu& exec, const destination<TM, RM>& mean_dst, co
     var_dst.data[at_var] = static_cast<TV>(E::op::template finalize<typename E::value_type>(m2, c.reduced));
   };
   // Where the rows are split, each part's total, mean and squared deviations, joined after.
-  const std::size_t parted = c.parts > 1 ? std::size_t(c.parts * c.kept * n) : 0;
-  const std::unique_ptr<double[]> part_total(new double[parted]), part_mean(new double[parted]), part_m2(new double[parted]);
+  const std::size_t parted = std::size_t(c.parts * c.kept * n);
+  const std::unique_ptr<double[]> part_total(c.parts > 1 ? new double[parted] : nullptr),
+      part_mean(c.parts > 1 ? new double[parted] : nullptr), part_m2(c.parts > 1 ? new double[parted] : nullptr);
 
   run_threads(threads, [&](index_t t, index_t nt) {
     four_rows<R, Ev> rows(ev, splats, n);  // four rows a pass
@@ -128,10 +137,8 @@ bool run_column_moments(const cpu& exec, const destination<TM, RM>& mean_dst, co
           const double d = double(dev[j]), offset = d * inv_nb;  // the block's mean - its shift
           const double corrected = double(sq[j]) - d * offset;
           const double block_m2 = corrected < 0 ? 0.0 : corrected;  // (rounding; NaN stays)
-          const double delta = double(shift[j]) + offset - mu[j];
           total[j] += double(sum[j]);
-          mu[j] += delta * to_block;
-          m2[j] += block_m2 + delta * delta * spread;
+          join_moments(mu[j], m2[j], double(shift[j]) + offset, block_m2, to_block, spread);
         }
       }
       if (c.parts > 1) {
@@ -153,11 +160,9 @@ bool run_column_moments(const cpu& exec, const destination<TM, RM>& mean_dst, co
       double total = 0, mu = 0, m2 = 0, na = 0;
       for (index_t part = 0; part < c.parts; ++part) {
         const std::size_t slot = std::size_t((part * c.kept + k) * n + j);
-        const double nb = double(c.reduced * (part + 1) / c.parts - c.reduced * part / c.parts);
-        const double delta = part_mean[slot] - mu, to_part = nb / (na + nb);
+        const double nb = double(c.reduced * (part + 1) / c.parts - c.reduced * part / c.parts), to_part = nb / (na + nb);
         total += part_total[slot];
-        mu += delta * to_part;
-        m2 += part_m2[slot] + delta * delta * (na * to_part);
+        join_moments(mu, m2, part_mean[slot], part_m2[slot], to_part, na * to_part);
         na += nb;
       }
       write(at_mean + j * mean_stride, at_var + j * var_stride, total, m2);
