@@ -359,6 +359,24 @@ auto mean_and_nan_flag(const X& x) {
   return fuse::mean(x, fuse::axis<0>) + fuse::where(fuse::var(x, fuse::axis<0>) > -1.f, 0.f, 1.f);
 }
 
+// [3, 2, 1001, 20], to be reduced over axes 0 and 2: 3003 rows, split in uneven parts on 2 or 3
+// threads; NaN, +inf and -inf in later parts.
+fuse::tensor<float, 4> split_parts_operand(unsigned seed, double lo, double hi) {
+  auto x4 = random<float, 4>({3, 2, 1001, 20}, seed, lo, hi);
+  x4(2, 1, 900, 4) = NAN;
+  x4(0, 0, 1000, 6) = inf;
+  x4(2, 1, 1000, 8) = inf;
+  x4(1, 1, 5, 8) = -inf;
+  return x4;
+}
+// The values that split_parts_operand reduces for its kept indices (k, c).
+std::vector<double> split_parts_values(const fuse::tensor<float, 4>& x4, index_t k, index_t c) {
+  std::vector<double> vals;
+  for (index_t a = 0; a < 3; ++a)
+    for (index_t i = 0; i < 1001; ++i) vals.push_back(x4(a, k, i, c));
+  return vals;
+}
+
 }  // namespace
 
 TEST_CASE("column pairs: var over leading axes and its mean in one pass") {
@@ -417,23 +435,15 @@ TEST_CASE("column pairs: var over leading axes and its mean in one pass") {
       }
       CHECK(close(v01(0, 0, c), ref_var(all), 1e-5, 1e-6));
     }
-    // A kept axis between reduced ones, 3003 rows split in uneven parts (2 or 3 threads), NaN, inf
-    // and -inf in later parts.
-    auto x4 = random<float, 4>({3, 2, 1001, 20}, 82, 95.0, 107.0);
-    x4(2, 1, 900, 4) = NAN;
-    x4(0, 0, 1000, 6) = inf;
-    x4(2, 1, 1000, 8) = inf;
-    x4(1, 1, 5, 8) = -inf;
+    // A kept axis between reduced ones, split parts with NaN, inf and -inf.
+    const auto x4 = split_parts_operand(82, 95.0, 107.0);
     fuse::tensor<float, 4> v4(1, 2, 1, 20);
     fuse::assign(exec, v4, fuse::var(x4, fuse::axes<0, 2>));
     CHECK(fuse::plan(exec, fuse::var(x4, fuse::axes<0, 2>)).kernels == 1);
     for (index_t k = 0; k < 2; ++k)
       for (index_t c = 0; c < 20; ++c) {
-        std::vector<double> vals;
-        for (index_t a = 0; a < 3; ++a)
-          for (index_t i = 0; i < 1001; ++i) vals.push_back(x4(a, k, i, c));
         CAPTURE(k, c);
-        CHECK(close(v4(0, k, 0, c), ref_var(vals), 1e-5, 1e-6));
+        CHECK(close(v4(0, k, 0, c), ref_var(split_parts_values(x4, k, c)), 1e-5, 1e-6));
       }
     // A row of copies (s [m, 1], stride 0 along the row), a misaligned view (from column 1), and a
     // double operand: one kernel each.
@@ -506,5 +516,129 @@ TEST_CASE("column pairs: var over leading axes and its mean in one pass") {
     for (double v : cx) m += (v - ref_mean(cy)) * (v - ref_mean(cy)) / 60;
     CHECK(close(two_got(0, j), ref_var(cx) + ref_var(cy), 1e-5, 1e-6));
     CHECK(close(mixed_got(0, j), m, 1e-5, 1e-6));
+  }
+}
+
+// Column pairs of the softmax kind (cpu/column_softmax.hpp): each column's max and its sum of
+// exp(x - max) in one pass, the running sum rescaled when the max rises. softmax and log_softmax
+// over a leading axis are then two kernels (the pair, the normalisation), logsumexp two (the pair,
+// its one value per column), the sum of exponentials alone one. Reduced extents around 4 and 16,
+// logits of +-1e4, NaN, +inf, -inf among finite values, a column of -inf (the running max -inf
+// for a while: its sum must stay 0, not NaN), uneven parts of rows split across threads,
+// fallbacks (strided, narrow) with their plan notes.
+namespace {
+
+// sum(exp(col - shift)) with logsumexp's shift (the max, or 0 where it is infinite) or softmax's.
+double ref_exp_sum(const std::vector<double>& col, bool finite_shift) {
+  const double m = ref_max(col);
+  const double shift = finite_shift && std::isinf(m) ? 0.0 : m;
+  double s = 0;
+  for (double v : col) s += std::exp(v - shift);
+  return s;
+}
+double ref_logsumexp(const std::vector<double>& col) {
+  const double m = ref_max(col);
+  const double shift = std::isinf(m) ? 0.0 : m;
+  return shift + std::log(ref_exp_sum(col, true));
+}
+
+}  // namespace
+
+TEST_CASE("column pairs: softmax and logsumexp over leading axes, max and sum in one pass") {
+  using x2 = fuse::tensor<float, 2>&;
+  static_assert(fuse::kernels_v<decltype(fuse::sum(fuse::exp(std::declval<x2>() - fuse::max(std::declval<x2>(), fuse::axis<0>)), fuse::axis<0>))> == 1);
+  static_assert(fuse::kernels_v<decltype(fuse::softmax(std::declval<x2>(), fuse::axis<0>))> == 2);
+  static_assert(fuse::kernels_v<decltype(fuse::log_softmax(std::declval<x2>(), fuse::axis<0>))> == 2);
+  static_assert(fuse::kernels_v<decltype(fuse::logsumexp(std::declval<x2>(), fuse::axis<0>))> == 2);
+  std::atomic<long> calls{0};
+  const auto counted = counting_identity(calls);
+  for (int threads : {1, 2, 3}) {
+    const fuse::cpu exec{.threads = threads};
+    CAPTURE(threads);
+    for (auto [m, n] : {std::pair<index_t, index_t>{1, 16}, {3, 17}, {4, 31}, {5, 40}, {15, 100}, {16, 33}, {17, 1025}, {33, 2100}, {300, 19}}) {
+      CAPTURE(m, n);
+      const double spread = n == 33 ? 1e4 : 30;  // logits of +-1e4 once
+      auto x = random<float, 2>({m, n}, unsigned(11 * m + n), -spread, spread);
+      if (m >= 2) {
+        x(m - 1, 5) = NAN;   // a NaN max
+        x(0, 7) = inf;       // softmax NaN, logsumexp inf
+        x(m / 2, 8) = -inf;  // exp 0 among finite values
+        for (index_t i = 0; i < m; ++i) x(i, 9) = -inf;
+        for (index_t i = 0; i + 1 < m; ++i) x(i, 10) = -inf;  // -inf until the last row
+      }
+      fuse::tensor<float, 2> s(1, n), l(1, n), y(m, n), ly(m, n);
+      calls = 0;
+      // One kernel reads each block of rows twice (its max, then its exponentials, from cache):
+      // the operand is evaluated twice, as by two kernels.
+      fuse::assign(exec, s, fuse::sum(fuse::exp(fuse::map(counted, x) - fuse::max(fuse::map(counted, x), fuse::axis<0>)), fuse::axis<0>));
+      CHECK(calls == 2 * x.size());
+      calls = 0;
+      fuse::assign(exec, l, fuse::logsumexp(fuse::map(counted, x), fuse::axis<0>));
+      CHECK(calls == 2 * x.size());
+      calls = 0;
+      fuse::assign(exec, y, fuse::softmax(fuse::map(counted, x), fuse::axis<0>));
+      CHECK(calls == 3 * x.size());  // the pair, the normalisation
+      fuse::assign(exec, ly, fuse::log_softmax(x, fuse::axis<0>));
+      const auto p = fuse::plan(exec, fuse::softmax(x, fuse::axis<0>));
+      CHECK(p.kernels == 2);
+      CHECK(p.lines[0].what.find("column kernel, 2 phases [max, sum]") != std::string::npos);
+      CHECK(fuse::plan(exec, fuse::logsumexp(x, fuse::axis<0>)).kernels == 2);
+      for (index_t j = 0; j < n; ++j) {
+        CAPTURE(j);
+        const auto col = column_of(x, j);
+        const double rs = ref_exp_sum(col, false);
+        CHECK(close(s(0, j), rs, 1e-5));
+        CHECK(close(l(0, j), ref_logsumexp(col), 1e-6, 1e-5));
+        const auto sm = softmax_ref(col);
+        const double mx = ref_max(col);
+        for (index_t i = 0; i < m; ++i) {
+          CAPTURE(i);
+          CHECK(close(y(i, j), sm[std::size_t(i)], 1e-5, 1e-7));
+          CHECK(close(ly(i, j), (col[std::size_t(i)] - mx) - std::log(rs), 1e-5, 1e-5));
+        }
+      }
+    }
+    // A kept axis between reduced ones, split parts with NaN, +inf and -inf, and a column of -inf
+    // but for the last part.
+    auto x4 = split_parts_operand(85, -20.0, 20.0);
+    for (index_t a = 0; a < 3; ++a)
+      for (index_t i = 0; i < 1001; ++i)
+        if (a < 2 || i < 990) x4(a, 0, i, 11) = -inf;
+    fuse::tensor<float, 4> l4(1, 2, 1, 20);
+    fuse::assign(exec, l4, fuse::logsumexp(x4, fuse::axes<0, 2>));
+    CHECK(fuse::plan(exec, fuse::logsumexp(x4, fuse::axes<0, 2>)).kernels == 2);
+    for (index_t k = 0; k < 2; ++k)
+      for (index_t c = 0; c < 20; ++c) {
+        CAPTURE(k, c);
+        CHECK(close(l4(0, k, 0, c), ref_logsumexp(split_parts_values(x4, k, c)), 1e-6, 1e-5));
+      }
+    // A misaligned view and a double operand: the pair; a transposed (strided) operand or too few
+    // columns: three kernels as before, and the plan says why.
+    auto x = random<float, 2>({45, 70}, 86, -5.0, 5.0);
+    auto xdbl = random<double, 2>({21, 18}, 87, -50.0, 50.0);
+    const auto shifted = fuse::slice<1>(x, 1, 70);
+    const auto narrow = fuse::slice<1>(x, 0, 9);
+    auto xt = random<float, 2>({40, 45}, 88, -5.0, 5.0);
+    fuse::tensor<float, 2> lm(1, 69), ln(1, 9), lt(1, 40);
+    fuse::tensor<double, 2> ld(1, 18);
+    fuse::assign(exec, lm, fuse::logsumexp(shifted, fuse::axis<0>));
+    fuse::assign(exec, ln, fuse::logsumexp(narrow, fuse::axis<0>));
+    fuse::assign(exec, lt, fuse::logsumexp(fuse::transpose(xt), fuse::axis<0>));
+    fuse::assign(exec, ld, fuse::logsumexp(xdbl, fuse::axis<0>));
+    CHECK(fuse::plan(exec, fuse::logsumexp(shifted, fuse::axis<0>)).kernels == 2);
+    CHECK(fuse::plan(exec, fuse::logsumexp(narrow, fuse::axis<0>)).kernels == 3);
+    const auto pt = fuse::plan(exec, fuse::logsumexp(fuse::transpose(xt), fuse::axis<0>));
+    CHECK(pt.kernels == 3);
+    CHECK(pt.lines[1].what.find("its max a kernel of its own") != std::string::npos);
+    for (index_t j = 0; j < 70; ++j) {
+      if (j > 0) CHECK(close(lm(0, j - 1), ref_logsumexp(column_of(x, j)), 1e-6, 1e-6));
+      if (j < 9) CHECK(close(ln(0, j), ref_logsumexp(column_of(x, j)), 1e-6, 1e-6));
+    }
+    for (index_t j = 0; j < 40; ++j) {
+      std::vector<double> col;
+      for (index_t i = 0; i < 45; ++i) col.push_back(xt(j, i));
+      CHECK(close(lt(0, j), ref_logsumexp(col), 1e-6, 1e-6));
+    }
+    for (index_t j = 0; j < 18; ++j) CHECK(close(ld(0, j), ref_logsumexp(column_of(xdbl, j)), 1e-12, 1e-12));
   }
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "fuse/backend/cpu/column_moments.hpp"
+#include "fuse/backend/cpu/column_softmax.hpp"
 #include "fuse/backend/cpu/column_reduce.hpp"
 #include "fuse/backend/cpu/short_rows.hpp"
 #include "fuse/backend/cpu/executor.hpp"
@@ -71,18 +72,22 @@ auto materialise_group(const Exec& exec, computed_for<Exec>& computed, const E& 
   return tmp;
 }
 
-// Column pair e (core/column_pair.hpp) into dst as one kernel on the CPU, its inner mean into a
-// temporary of the table, kept there for a mean(x) elsewhere in the assignment. False where the
-// pair cannot run so (then its reductions are kernels of their own), or the mean was computed
-// before (then the variance alone is one pass as well).
+// Column pair e (core/column_pair.hpp) into dst as one kernel on the CPU, its inner reduction (the
+// mean, the max) into a temporary of the table, kept there for the same reduction elsewhere in
+// the assignment. False where the pair cannot run so (then its reductions are kernels of their
+// own), or the inner one was computed before (then the outer one alone is one pass as well).
 // (The CUDA executor runs the two as kernels of their own; the plan says so.)
 template <class T, std::size_t RD, class E>
 bool run_column_pair(const cpu& exec, computed_for<cpu>& computed, const destination<T, RD>& dst, const E& e) {
-  const auto& m = column_pair<E>::mean(e);
+  const auto& m = column_pair<E>::inner(e);
   if (computed.find(m)) return false;
-  auto mean = computed.arena.template make<typename std::remove_cvref_t<decltype(m)>::value_type>(m.shape());
-  if (!run_column_moments(exec, destination_of(mean), dst, e)) return false;
-  computed.add(m, mean.data());
+  auto inner = computed.arena.template make<typename std::remove_cvref_t<decltype(m)>::value_type>(m.shape());
+  const bool ran = [&] {
+    if constexpr (column_pair<E>::kind == column_pair_kind::moments) return run_column_moments(exec, destination_of(inner), dst, e);
+    else return run_column_softmax(exec, destination_of(inner), dst, e);
+  }();
+  if (!ran) return false;
+  computed.add(m, inner.data());
   return true;
 }
 

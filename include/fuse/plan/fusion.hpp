@@ -263,7 +263,7 @@ bool widen_to_rows(const E& e, shape_t<R>& shape) {
 // The groups that the nodes below E need beyond the group (R, M) that E belongs to, in the
 // executor's order: each reduction that does not join (also directly under another reduction:
 // var(var(x, axis<0>), axis<1>)), then the groups below it. keys[n] names each by its type
-// (type_key); covers[n] names the inner mean that a column pair computes with it (else null).
+// (type_key); covers[n] names the inner reduction that a column pair computes with it (else null).
 template <std::size_t R, std::uint32_t M, class E>
 constexpr void groups_below(const void** keys, const void** covers, std::size_t& n);
 
@@ -275,7 +275,7 @@ constexpr void operand_groups(const void** keys, const void** covers, std::size_
     using G = typename unsqueezed<A>::type;  // the reduction whose group it is
     keys[n] = &type_key<A>;
     if constexpr (column_pair_v<G>) {
-      covers[n++] = &type_key<typename column_pair<G>::mean_type>;  // its operand has no reductions
+      covers[n++] = &type_key<typename column_pair<G>::inner_type>;  // its operand has no reductions
     } else {
       covers[n++] = nullptr;
       groups_below<group_of<G>::rank, group_of<G>::mask, G>(keys, covers, n);
@@ -299,8 +299,9 @@ constexpr void groups_below(const void** keys, const void** covers, std::size_t&
 // first result back: batch-norm statistics hold mean(x) twice). The same type stands for the
 // same data here; where it is not (mean(x, axis<0>) + mean(y, axis<0>), x and y of one type), the
 // run-time plan (plan/report.hpp) lists one kernel more and says why. A column pair
-// (core/column_pair.hpp: var(x, axis<0>)) is one kernel with its inner mean, which then counts
-// nowhere else (the CPU's plan; the CUDA executor runs the two as kernels of their own).
+// (core/column_pair.hpp: var(x, axis<0>), the sum in softmax(x, axis<0>)) is one kernel with its
+// inner mean or max, which then counts nowhere else (the CPU's plan; the CUDA executor runs the
+// two as kernels of their own).
 template <class E>
 struct fusion {
   using group = group_of<typename unsqueezed<E>::type>;

@@ -357,23 +357,28 @@ std::string emit_group(const E& e, plan_builder& p) {
 }
 
 // Column pair e (core/column_pair.hpp) as one kernel, as core/assign.hpp runs it on the CPU: its
-// variance is t<k>, its inner mean t<k>.mean.
+// outer reduction is t<k>, its inner one t<k>.mean or t<k>.max.
 template <class E>
 std::string emit_column_pair(const E& e, plan_builder& p) {
   using P = column_pair<E>;
+  using Inner = typename P::inner_type;
+  constexpr bool moments = P::kind == column_pair_kind::moments;
   const auto& a = P::operand(e);
   const computed_map none;
   group_walk g{.plan = p, .before = none};
   const std::string x = walk_group<E::child_rank, E::mask>(a, g);  // its leaves and flops
-  g.flops += index_t(mean_op::flops + fn::sub::flops + fn::square::flops + E::op::flops) * shape_size(a.shape());
+  constexpr int fn_flops = moments ? fn::square::flops : fn::exp::flops;
+  g.flops += index_t(Inner::op::flops + fn::sub::flops + fn_flops + E::op::flops) * shape_size(a.shape());
+  const std::string inner = Inner::op::name, outer = E::op::name;
   kernel_report k;
-  k.what = std::string("column kernel, 2 phases [mean, ") + E::op::name + "]: " + E::op::name + "(square(sub(" + x + ", mean(" + x + "))))";
+  k.what = "column kernel, 2 phases [" + inner + ", " + outer + "]: " + outer + (moments ? "(square(sub(" : "(exp(sub(") + x + ", " +
+           inner + "(" + x + "))))";
   k.bytes_read = g.leaves.bytes();
   k.bytes_written = 2 * shape_size(e.shape()) * index_t(sizeof(typename E::value_type));
   k.flops = g.flops;
   p.report.add(std::move(k));
   const std::string name = "t" + std::to_string(p.report.kernels - 1);
-  p.reductions.push_back({ref_of(P::mean(e)), name + ".mean"});
+  p.reductions.push_back({ref_of(P::inner(e)), name + "." + inner});
   return name;
 }
 
@@ -408,11 +413,12 @@ std::string emit_plain_group(const E& e, plan_builder& p) {
   constexpr std::size_t R = G::rank;
   std::string note;
   if constexpr (column_pair_v<E>) {
-    if (!p.computed_before(column_pair<E>::mean(e))) {
+    if (!p.computed_before(column_pair<E>::inner(e))) {
       if (p.column_pairs && column_pair_fits(e)) return emit_column_pair(e, p);
-      note = !p.column_pairs                 ? " (its mean a kernel of its own: the CUDA executor runs no column pairs)"
-             : !column_pair_same_data(e) ? " (its mean a kernel of its own: the means are of different data)"
-                                         : " (its mean a kernel of its own: a last axis under 16 or over 65536 elements, or not read in memory order)";
+      const std::string its = std::string(" (its ") + column_pair<E>::inner_type::op::name + " a kernel of its own: ";
+      note = its + (!p.column_pairs                 ? "the CUDA executor runs no column pairs)"
+                    : !column_pair_same_data(e) ? "the two reduce different data)"
+                                                : "a last axis under 16 or over 65536 elements, or not read in memory order)");
     }
   } else if (p.column_pairs) {
     emit_column_pairs_first<R, G::mask>(e, p);

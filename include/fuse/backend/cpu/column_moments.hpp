@@ -14,16 +14,13 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <memory>
 
-#include "fuse/backend/cpu/column_reduce.hpp"
-#include "fuse/core/column_pair.hpp"
+#include "fuse/backend/cpu/column_pair_kernel.hpp"
 
 namespace fuse::detail {
-
-// Rows a block holds.
-inline constexpr index_t moment_block_rows = 16;
 
 // Chan, Golub and LeVeque's update: a set of nb elements (mean mean_b, squared deviations from it
 // m2_b) joins one of na (mu, m2); to_b = nb / (na + nb), spread = na * to_b.
@@ -33,67 +30,33 @@ FUSE_INLINE void join_moments(double& mu, double& m2, double mean_b, double m2_b
   m2 += m2_b + delta * delta * spread;
 }
 
-// Runs column pair e (column_pair_v), writing its variance into var_dst (e's shape, leading
-// extents of 1 possibly dropped) and its inner mean into mean_dst (a fresh buffer of the mean's
-// shape). False, with nothing written, where it cannot (column_pair_fits, or var_dst overlapping
-// the operand): the two then run as kernels of their own.
+// Runs column pair e (column_pair_v, kind moments), writing its variance into var_dst and its
+// inner mean into mean_dst; as run_column_pair_kernel.
 template <class TM, std::size_t RM, class TV, std::size_t RV, class E>
 bool run_column_moments(const cpu& exec, const destination<TM, RM>& mean_dst, const destination<TV, RV>& var_dst, const E& e) {
-  using P = column_pair<E>;
   using Acc = typename E::acc_type;
-  constexpr std::size_t R = E::child_rank;
-  constexpr std::uint32_t M = E::mask;
-  if (!column_pair_shape_fits(e)) return false;  // (the layout: reads_by_rows below)
-  const auto& a = P::operand(e);
-  const shape_t<R> shape = a.shape();
-  const index_t n = shape[R - 1];
-  auto ev = a.template evaluator<R, 0>(shape);
-  bool splats = false;
-  if (!reads_by_rows(ev, shape, var_dst, splats)) return false;
-
-  using Ev = decltype(ev);
-  const int threads = threads_for(exec, shape_size(shape));
-  const column_tiles c = tile_columns(shape, M, threads, column_max_tile);
-  const index_t tile = c.tile;
-
-  const index_t mean_stride = mean_dst.strides[RM - 1], var_stride = var_dst.strides[RV - 1];
-  // A column's results from its total, and its sum of squared deviations from the mean.
-  auto write = [&](index_t at_mean, index_t at_var, double total, double m2) {
-    mean_dst.data[at_mean] = mean_op::finalize<TM>(total, c.reduced);
-    var_dst.data[at_var] = static_cast<TV>(E::op::template finalize<typename E::value_type>(m2, c.reduced));
-  };
-  // Where the rows are split, each part's total, mean and squared deviations, joined after.
-  const std::size_t parted = std::size_t(c.parts * c.kept * n);
-  const std::unique_ptr<double[]> part_total(c.parts > 1 ? new double[parted] : nullptr),
-      part_mean(c.parts > 1 ? new double[parted] : nullptr), part_m2(c.parts > 1 ? new double[parted] : nullptr);
-
-  run_threads(threads, [&](index_t t, index_t nt) {
-    four_rows<R, Ev> rows(ev, splats, n);  // four rows a pass
-    // Per column of the tile: the block's shift, sum, sum of deviations and of their squares
-    // (float); the column's total, mean and sum of squared deviations (double).
-    std::unique_ptr<Acc[]> block_arrays[4];
-    for (auto& p : block_arrays) p.reset(new Acc[std::size_t(tile)]);
-    std::unique_ptr<double[]> column_arrays[3];
-    for (auto& p : column_arrays) p.reset(new double[std::size_t(tile)]);
-    Acc* const shift = block_arrays[0].get();
-    Acc* const sum = block_arrays[1].get();
-    Acc* const dev = block_arrays[2].get();
-    Acc* const sq = block_arrays[3].get();
-    double* const total = column_arrays[0].get();
-    double* const mu = column_arrays[1].get();
-    double* const m2 = column_arrays[2].get();
-    for (index_t item = t * c.items / nt; item < (t + 1) * c.items / nt; ++item) {
-      index_t idx[R - 1];
-      const column_item it = start_item(c, item, shape, M, idx);
-      const index_t j0 = it.j0, w = std::min(n, j0 + tile) - j0, count = it.row_end - it.row_begin;
-      const index_t at_mean = result_offset<R>(mean_dst, idx, M), at_var = result_offset<R>(var_dst, idx, M);
+  const index_t reduced = shape_size(e.child.shape()) / std::max<index_t>(1, shape_size(e.shape()));
+  // A column's state: its total, mean and sum of squared deviations from the mean.
+  auto make_pass = [](index_t tile) {
+    // Per column of the tile: the block's shift, sum, sum of deviations and of their squares.
+    std::array<std::unique_ptr<Acc[]>, 4> block;
+    for (auto& p : block) p.reset(new Acc[std::size_t(tile)]);
+    return [block = std::move(block)](auto& rows, auto cursor, index_t count, column_state<3> state) {
+      const index_t j0 = cursor.j0, w = cursor.w;
+      Acc* const shift = block[0].get();
+      Acc* const sum = block[1].get();
+      Acc* const dev = block[2].get();
+      Acc* const sq = block[3].get();
+      double* const total = state[0];
+      double* const mu = state[1];
+      double* const m2 = state[2];
       std::fill_n(total, w, 0.0);
       std::fill_n(mu, w, 0.0);
       std::fill_n(m2, w, 0.0);
       auto at = [&](int k, index_t j) { return rows.template at<Acc>(k, j0 + j); };
-      auto next_row = [&](int k) { rows.next_row(k, idx, shape, M, j0, w); };
-      for (index_t r0 = 0; r0 < count; r0 += moment_block_rows) {
-        const index_t b = std::min(moment_block_rows, count - r0);
+      auto next_row = [&](int k) { cursor.next(k); };
+      for (index_t r0 = 0; r0 < count; r0 += pair_block_rows) {
+        const index_t b = std::min(pair_block_rows, count - r0);
         index_t i = 0;
         if (b >= 4) {  // the block's first four rows, the first its shift
           for (int k = 0; k < 4; ++k) next_row(k);
@@ -141,34 +104,18 @@ bool run_column_moments(const cpu& exec, const destination<TM, RM>& mean_dst, co
           join_moments(mu[j], m2[j], double(shift[j]) + offset, block_m2, to_block, spread);
         }
       }
-      if (c.parts > 1) {
-        const std::size_t slot = std::size_t((it.part * c.kept + it.kept_index) * n + j0);
-        std::copy_n(total, w, part_total.get() + slot);
-        std::copy_n(mu, w, part_mean.get() + slot);
-        std::copy_n(m2, w, part_m2.get() + slot);
-      } else {
-        for (index_t j = 0; j < w; ++j) write(at_mean + (j0 + j) * mean_stride, at_var + (j0 + j) * var_stride, total[j], m2[j]);
-      }
-    }
-  });
-  // The parts' results, joined by the same update (a few columns: kept * tiles < threads).
-  for (index_t k = 0; k < (c.parts > 1 ? c.kept : 0); ++k) {
-    index_t idx[R - 1];
-    start_item(c, k * c.tiles * c.parts, shape, M, idx);  // the kept axes of combination k
-    const index_t at_mean = result_offset<R>(mean_dst, idx, M), at_var = result_offset<R>(var_dst, idx, M);
-    for (index_t j = 0; j < n; ++j) {
-      double total = 0, mu = 0, m2 = 0, na = 0;
-      for (index_t part = 0; part < c.parts; ++part) {
-        const std::size_t slot = std::size_t((part * c.kept + k) * n + j);
-        const double nb = double(c.reduced * (part + 1) / c.parts - c.reduced * part / c.parts), to_part = nb / (na + nb);
-        total += part_total[slot];
-        join_moments(mu, m2, part_mean[slot], part_m2[slot], to_part, na * to_part);
-        na += nb;
-      }
-      write(at_mean + j * mean_stride, at_var + j * var_stride, total, m2);
-    }
-  }
-  return true;
+    };
+  };
+  auto join = [](std::array<double, 3>& acc, const std::array<double, 3>& part, double na, double nb) {
+    const double to_part = nb / (na + nb);
+    acc[0] += part[0];
+    join_moments(acc[1], acc[2], part[1], part[2], to_part, na * to_part);
+  };
+  auto write = [&](index_t at_mean, index_t at_var, const std::array<double, 3>& v) {
+    mean_dst.data[at_mean] = mean_op::finalize<TM>(v[0], reduced);
+    var_dst.data[at_var] = static_cast<TV>(E::op::template finalize<typename E::value_type>(v[2], reduced));
+  };
+  return run_column_pair_kernel<3>(exec, mean_dst, var_dst, e, make_pass, join, write);
 }
 
 }  // namespace fuse::detail
