@@ -16,6 +16,10 @@
 //   column_var      var(x, axis<0>) on the same x: a column pair, the mean and the variance in one
 //                   pass (core/column_pair.hpp, backend/cpu/column_moments.hpp), eager too (var is
 //                   one node); the hand loop makes two (the mean, then the squares about it)
+//   column_logsumexp logsumexp(x, axis<0>) on the same x: a column pair of the softmax kind (each
+//                   column's max and sum of exp(x - max) in one pass over memory,
+//                   backend/cpu/column_softmax.hpp), then the one value per column; the hand loop
+//                   makes two passes (the maxima, then the sums)
 //   image_norm      y = (img - mean[3]) / sd[3] on HWC [2048, 2048, 3]: rows of 3 run as tiles
 //                   of rows (backend/cpu/tile.hpp)
 //   embedding       take(table[50257, 768], ids[16384]) -> [16384, 768], GPT-2's token lookup
@@ -241,6 +245,7 @@ void column_fuse(benchmark::State& s, Exec exec, Make make) {
 }
 auto column_sum_of = [](const auto& x) { return fuse::sum(x, fuse::axis<0>); };
 auto column_var_of = [](const auto& x) { return fuse::var(x, fuse::axis<0>); };
+auto column_logsumexp_of = [](const auto& x) { return fuse::logsumexp(x, fuse::axis<0>); };
 
 // f(j0, j1) on each thread, for its own band of the kCols columns.
 template <class F>
@@ -295,6 +300,31 @@ void column_var_hand(benchmark::State& s) {
         for (index_t j = j0; j < j1; ++j) sq[j] += (x[i * kCols + j] - mean[j]) * (x[i * kCols + j] - mean[j]);
       }
       for (index_t j = j0; j < j1; ++j) y[j] = float(sq[j] / double(kRows));
+    });
+    benchmark::ClobberMemory();
+  }
+  bench::set_bytes(s, d.bytes());
+}
+
+// Two passes per band of columns, each over all rows in memory order: the column maxima, then
+// the sums of exp(x - max) (fuse::math's exp, in float).
+void column_logsumexp_hand(benchmark::State& s) {
+  column_data d;
+  const float* __restrict__ x = d.x.data();
+  float* __restrict__ y = d.y.data();
+  std::vector<float> mx(kCols), sum(kCols);
+  for (auto _ : s) {
+    in_column_bands([&](index_t j0, index_t j1) {
+      for (index_t j = j0; j < j1; ++j) mx[j] = x[j], sum[j] = 0;
+      for (index_t i = 1; i < kRows; ++i) {
+#pragma omp simd
+        for (index_t j = j0; j < j1; ++j) mx[j] = std::max(mx[j], x[i * kCols + j]);
+      }
+      for (index_t i = 0; i < kRows; ++i) {
+#pragma omp simd
+        for (index_t j = j0; j < j1; ++j) sum[j] += fuse::math::exp(x[i * kCols + j] - mx[j]);
+      }
+      for (index_t j = j0; j < j1; ++j) y[j] = mx[j] + std::log(sum[j]);
     });
     benchmark::ClobberMemory();
   }
@@ -537,6 +567,10 @@ const auto reg = [] {
   add("column_var/fused", [](benchmark::State& s) { column_fuse(s, fuse::cpu{}, column_var_of); });
   add("column_var/eager", [](benchmark::State& s) { column_fuse(s, fuse::eager(fuse::cpu{}), column_var_of); });
   add("column_var/hand", column_var_hand);
+  add("column_logsumexp/copy", [](benchmark::State& s) { bench::copy_baseline(s, column_data{}.bytes()); });
+  add("column_logsumexp/fused", [](benchmark::State& s) { column_fuse(s, fuse::cpu{}, column_logsumexp_of); });
+  add("column_logsumexp/eager", [](benchmark::State& s) { column_fuse(s, fuse::eager(fuse::cpu{}), column_logsumexp_of); });
+  add("column_logsumexp/hand", column_logsumexp_hand);
   add("image_norm/copy", [](benchmark::State& s) { bench::copy_baseline(s, image_data{}.bytes()); });
   add("image_norm/fused", [](benchmark::State& s) { image_fuse(s, fuse::cpu{}); });
   add("image_norm/eager", [](benchmark::State& s) { image_fuse(s, fuse::eager(fuse::cpu{})); });
