@@ -413,12 +413,15 @@ std::string emit_plain_group(const E& e, plan_builder& p) {
   constexpr std::size_t R = G::rank;
   std::string note;
   if constexpr (column_pair_v<E>) {
-    if (!p.computed_before(column_pair<E>::inner(e))) {
-      if (p.column_pairs && column_pair_fits(e)) return emit_column_pair(e, p);
-      const std::string its = std::string(" (its ") + column_pair<E>::inner_type::op::name + " a kernel of its own: ";
-      note = its + (!p.column_pairs                 ? "the CUDA executor runs no column pairs)"
-                    : !column_pair_same_data(e) ? "the two reduce different data)"
-                                                : "a last axis under 16 or over 65536 elements, or not read in memory order)");
+    // (On CUDA the note stands also where the inner reduction was listed before: softmax reads
+    // its max first.)
+    const std::string its = std::string(" (its ") + column_pair<E>::inner_type::op::name + " a kernel of its own: ";
+    if (!p.column_pairs) {
+      note = its + "the CUDA executor runs no column pairs)";
+    } else if (!p.computed_before(column_pair<E>::inner(e))) {
+      if (column_pair_fits(e)) return emit_column_pair(e, p);
+      note = its + (!column_pair_same_data(e) ? "the two reduce different data)"
+                                              : "a last axis under 16 or over 65536 elements, or not read in memory order)");
     }
   } else if (p.column_pairs) {
     emit_column_pairs_first<R, G::mask>(e, p);

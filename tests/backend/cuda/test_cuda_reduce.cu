@@ -53,6 +53,23 @@ TEST_CASE("cuda: softmax, layer_norm, rms_norm for warp- and block-per-row lengt
   }
 }
 
+TEST_CASE("cuda: var, softmax, logsumexp over a leading axis: the CPU's column pairs as two kernels") {
+  // The CPU runs each pair (the mean and the variance, the max and the sum of exponentials) as
+  // one column kernel; CUDA has no column path and runs the two as kernels of their own, and its
+  // plan says so: one kernel more than kernels_v for each pair.
+  for (auto [m, n] : {std::pair<long, long>{1, 16}, {37, 33}, {300, 1024}, {1000, 70}}) {
+    auto hx = random_host<2>({m, n}, unsigned(3 * m + n));
+    fuse::device_tensor<float, 2> x(m, n);
+    fuse::copy(x, hx);
+    require_close(host_of(fuse::eval(fuse::cuda{}, fuse::var(x, fuse::axis<0>))), fuse::eval(fuse::var(hx, fuse::axis<0>)), 1e-5, 1e-6);
+    require_close(host_of(fuse::eval(fuse::cuda{}, fuse::softmax(x, fuse::axis<0>))), fuse::eval(fuse::softmax(hx, fuse::axis<0>)), 1e-5, 1e-7);
+    require_close(host_of(fuse::eval(fuse::cuda{}, fuse::logsumexp(x, fuse::axis<0>))), fuse::eval(fuse::logsumexp(hx, fuse::axis<0>)), 1e-6, 1e-6);
+    const auto p = fuse::plan(fuse::cuda{}, fuse::softmax(x, fuse::axis<0>));
+    REQUIRE(p.kernels == fuse::kernels_v<decltype(fuse::softmax(x, fuse::axis<0>))> + 1);
+    REQUIRE(p.lines[1].what.find("the CUDA executor runs no column pairs") != std::string::npos);
+  }
+}
+
 TEST_CASE("cuda: long rows, few of them: a cluster of blocks per row on sm_90, else a block") {
   // Fewer rows than 4 x the multiprocessors take the cluster variant where it runs; 600 rows do not.
   for (auto [m, n] : {std::pair<long, long>{1, 262144}, {3, 70001}, {64, 20000}, {600, 9001}}) {
