@@ -359,8 +359,9 @@ auto mean_and_nan_flag(const X& x) {
   return fuse::mean(x, fuse::axis<0>) + fuse::where(fuse::var(x, fuse::axis<0>) > -1.f, 0.f, 1.f);
 }
 
-// [3, 2, 1001, 20], to be reduced over axes 0 and 2: 3003 rows, split in uneven parts on 2 or 3
-// threads; NaN, +inf and -inf in later parts.
+// [3, 2, 1001, 20], to be reduced over axes 0 and 2: on 3 threads its 3003 rows split in two
+// uneven parts, 1501 and 1502 (on 2, each thread takes one kept combination whole); NaN, +inf and
+// -inf in later parts.
 fuse::tensor<float, 4> split_parts_operand(unsigned seed, double lo, double hi) {
   auto x4 = random<float, 4>({3, 2, 1001, 20}, seed, lo, hi);
   x4(2, 1, 900, 4) = NAN;
@@ -465,6 +466,11 @@ TEST_CASE("column pairs: var over leading axes and its mean in one pass") {
       if (j > 0) CHECK(close(vm(0, j - 1), ref_var(col), 1e-5, 1e-7));
     }
     for (index_t j = 0; j < 18; ++j) CHECK(close(vd(0, j), ref_var(column_of(xd, j)), 1e-9));
+    // Doubles near the top of their range: the first block joins nothing (no 0 * inf = NaN).
+    fuse::tensor<double, 2> big(40, 16), vb(1, 16);
+    for (index_t i = 0; i < big.size(); ++i) big.data()[i] = 1e160;
+    fuse::assign(exec, vb, fuse::var(big, fuse::axis<0>));
+    for (index_t j = 0; j < 16; ++j) CHECK(vb(0, j) == 0.0);
     // Columns read with a stride (a transposed operand) or too few of them: the two kernels of
     // before, and the plan says why.
     auto xt = random<float, 2>({40, 45}, 81, -2.0, 2.0);
@@ -524,8 +530,10 @@ TEST_CASE("column pairs: var over leading axes and its mean in one pass") {
 // over a leading axis are then two kernels (the pair, the normalisation), logsumexp two (the pair,
 // its one value per column), the sum of exponentials alone one. Reduced extents around 4 and 16,
 // logits of +-1e4, NaN, +inf, -inf among finite values, a column of -inf (the running max -inf
-// for a while: its sum must stay 0, not NaN), uneven parts of rows split across threads,
-// fallbacks (strided, narrow) with their plan notes.
+// for a while: its sum must stay 0, not NaN), uneven parts of rows split across threads, the
+// max the pair leaves in the table read beside it (NaN kept), an empty reduced extent, a row of
+// copies, different data, a double destination (the sum rounded to float first), fallbacks
+// (strided, narrow) with their plan notes.
 namespace {
 
 // sum(exp(col - shift)) with logsumexp's shift (the max, or 0 where it is infinite) or softmax's.
@@ -535,6 +543,12 @@ double ref_exp_sum(const std::vector<double>& col, bool finite_shift) {
   double s = 0;
   for (double v : col) s += std::exp(v - shift);
   return s;
+}
+// max(x, axis<0>) beside the pair: read from the table the pair leaves (the sum only decides
+// nothing: where(s > -1, 0, 0) is 0 whatever s is).
+template <class X>
+auto max_beside_pair(const X& x) {
+  return fuse::max(x, fuse::axis<0>) + fuse::where(fuse::sum(fuse::exp(x - fuse::max(x, fuse::axis<0>)), fuse::axis<0>) > -1.f, 0.f, 0.f);
 }
 double ref_logsumexp(const std::vector<double>& col) {
   const double m = ref_max(col);
@@ -565,6 +579,7 @@ TEST_CASE("column pairs: softmax and logsumexp over leading axes, max and sum in
         x(m / 2, 8) = -inf;  // exp 0 among finite values
         for (index_t i = 0; i < m; ++i) x(i, 9) = -inf;
         for (index_t i = 0; i + 1 < m; ++i) x(i, 10) = -inf;  // -inf until the last row
+        x(0, 11) = NAN;  // first of a four-row pass (a max keeping only a second NaN would drop it)
       }
       fuse::tensor<float, 2> s(1, n), l(1, n), y(m, n), ly(m, n);
       calls = 0;
@@ -579,6 +594,13 @@ TEST_CASE("column pairs: softmax and logsumexp over leading axes, max and sum in
       fuse::assign(exec, y, fuse::softmax(fuse::map(counted, x), fuse::axis<0>));
       CHECK(calls == 3 * x.size());  // the pair, the normalisation
       fuse::assign(exec, ly, fuse::log_softmax(x, fuse::axis<0>));
+      fuse::tensor<float, 2> mb(1, n);
+      fuse::tensor<double, 2> sd(1, n);
+      calls = 0;
+      fuse::assign(exec, mb, max_beside_pair(fuse::map(counted, x)));
+      CHECK(calls == 2 * x.size());  // the pair alone reads x
+      CHECK(fuse::plan(exec, max_beside_pair(x)).kernels == 2);
+      fuse::assign(exec, sd, fuse::sum(fuse::exp(x - fuse::max(x, fuse::axis<0>)), fuse::axis<0>));
       const auto p = fuse::plan(exec, fuse::softmax(x, fuse::axis<0>));
       CHECK(p.kernels == 2);
       CHECK(p.lines[0].what.find("column kernel, 2 phases [max, sum]") != std::string::npos);
@@ -589,6 +611,9 @@ TEST_CASE("column pairs: softmax and logsumexp over leading axes, max and sum in
         const double rs = ref_exp_sum(col, false);
         CHECK(close(s(0, j), rs, 1e-5));
         CHECK(close(l(0, j), ref_logsumexp(col), 1e-6, 1e-5));
+        CHECK(close(mb(0, j), ref_max(col), 0));
+        CHECK(close(sd(0, j), rs, 1e-5));
+        if (!std::isnan(sd(0, j))) CHECK(sd(0, j) == double(float(sd(0, j))));  // a float sum
         const auto sm = softmax_ref(col);
         const double mx = ref_max(col);
         for (index_t i = 0; i < m; ++i) {
@@ -611,6 +636,22 @@ TEST_CASE("column pairs: softmax and logsumexp over leading axes, max and sum in
       for (index_t c = 0; c < 20; ++c) {
         CAPTURE(k, c);
         CHECK(close(l4(0, k, 0, c), ref_logsumexp(split_parts_values(x4, k, c)), 1e-6, 1e-5));
+      }
+    // A softmax written by hand over the same split parts, a column of -inf in kept combination 1
+    // (NaN there).
+    for (index_t a = 0; a < 3; ++a)
+      for (index_t i = 0; i < 1001; ++i) x4(a, 1, i, 12) = -inf;
+    fuse::tensor<float, 4> y4(3, 2, 1001, 20);
+    constexpr auto both = fuse::axes<0, 2>;
+    fuse::assign(exec, y4, fuse::exp(x4 - fuse::max(x4, both)) / fuse::sum(fuse::exp(x4 - fuse::max(x4, both)), both));
+    for (index_t k = 0; k < 2; ++k)
+      for (index_t c = 0; c < 20; ++c) {
+        const auto ref = softmax_ref(split_parts_values(x4, k, c));
+        bool ok = true;
+        for (index_t a = 0; a < 3; ++a)
+          for (index_t i = 0; i < 1001; ++i) ok = ok && close(y4(a, k, i, c), ref[std::size_t(a * 1001 + i)], 1e-5, 1e-8);
+        CAPTURE(k, c);
+        CHECK(ok);
       }
     // A misaligned view and a double operand: the pair; a transposed (strided) operand or too few
     // columns: three kernels as before, and the plan says why.
@@ -640,5 +681,32 @@ TEST_CASE("column pairs: softmax and logsumexp over leading axes, max and sum in
       CHECK(close(lt(0, j), ref_logsumexp(col), 1e-6, 1e-6));
     }
     for (index_t j = 0; j < 18; ++j) CHECK(close(ld(0, j), ref_logsumexp(column_of(xdbl, j)), 1e-12, 1e-12));
+    // An empty reduced extent: logsumexp of nothing is -inf. A row of copies (x * s, s [m, 1]):
+    // the pair, its rows of copies filled again as each block is read twice.
+    fuse::tensor<float, 2> empty(0, 20), le(1, 20), ls(1, 70);
+    fuse::assign(exec, le, fuse::logsumexp(empty, fuse::axis<0>));
+    for (index_t j = 0; j < 20; ++j) CHECK(le(0, j) == -inf);
+    auto sc = random<float, 2>({45, 1}, 89, 0.5, 2.0);
+    fuse::assign(exec, ls, fuse::logsumexp(x * sc, fuse::axis<0>));
+    CHECK(fuse::plan(exec, fuse::logsumexp(x * sc, fuse::axis<0>)).kernels == 2);
+    for (index_t j = 0; j < 70; ++j) {
+      std::vector<double> col;
+      for (index_t i = 0; i < 45; ++i) col.push_back(double(x(i, j)) * double(sc(i, 0)));
+      CHECK(close(ls(0, j), ref_logsumexp(col), 1e-6, 1e-6));
+    }
+  }
+  // The max of other data: two kernels, and the plan says why.
+  auto x = random<float, 2>({60, 24}, 90, -3.0, 3.0), y = random<float, 2>({60, 24}, 91, -3.0, 3.0);
+  const auto mixed = fuse::sum(fuse::exp(x - fuse::max(y, fuse::axis<0>)), fuse::axis<0>);
+  static_assert(fuse::kernels_v<decltype(mixed)> == 1);
+  const auto pm = fuse::plan(mixed);
+  CHECK(pm.kernels == 2);
+  CHECK(pm.lines[1].what.find("its max a kernel of its own: the two reduce different data") != std::string::npos);
+  const auto got = fuse::eval(mixed);
+  for (index_t j = 0; j < 24; ++j) {
+    const double my = ref_max(column_of(y, j));
+    double s = 0;
+    for (double v : column_of(x, j)) s += std::exp(v - my);
+    CHECK(close(got(0, j), s, 1e-5));
   }
 }

@@ -73,7 +73,7 @@ auto with_materialised_children(const Exec& exec, Arena& arena, const E& e) {
   if constexpr (is_eager_unit_v<E>) {
     // var(x), logsumexp(x): one node (spec section 5). x is materialised, the rest is one kernel
     // (over leading axes alone, its fused plan's: on the CPU var(x, axis<0>) is one column pair,
-    // core/column_pair.hpp; logsumexp(x, axis<0>) the max, then the rest).
+    // core/column_pair.hpp; logsumexp(x, axis<0>) its max and sum one column pair, then the rest).
     return replace_operand<unit_operand_t<E>>(e, materialise(exec, arena, unit_operand(e)));
   } else if constexpr (is_rank_lift_v<E>) {
     return relift(e, with_materialised_children(exec, arena, get<0>(e.args)));

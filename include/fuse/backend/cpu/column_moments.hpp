@@ -27,7 +27,8 @@ namespace fuse::detail {
 FUSE_INLINE void join_moments(double& mu, double& m2, double mean_b, double m2_b, double to_b, double spread) {
   const double delta = mean_b - mu;
   mu += delta * to_b;
-  m2 += m2_b + delta * delta * spread;
+  // (The first set joins nothing: spread 0. Not delta^2 * 0, NaN for |mean_b| > 1.3e154.)
+  m2 += m2_b + (spread == 0 ? 0.0 : delta * delta * spread);
 }
 
 // Runs column pair e (column_pair_v, kind moments), writing its variance into var_dst and its

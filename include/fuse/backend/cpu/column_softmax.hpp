@@ -122,7 +122,8 @@ bool run_column_softmax(const cpu& exec, const destination<TM, RM>& max_dst, con
   };
   auto write = [&](index_t at_max, index_t at_sum, const std::array<double, 2>& v) {
     max_dst.data[at_max] = MaxOp::template finalize<TM>(Acc(v[0]), reduced);
-    sum_dst.data[at_sum] = sum_op::template finalize<TS>(column_exp_sum<typename P::shift>(v[0], v[1]), reduced);
+    // (Rounded to the expression's type first, as every other path writes it.)
+    sum_dst.data[at_sum] = static_cast<TS>(sum_op::template finalize<typename E::value_type>(column_exp_sum<typename P::shift>(v[0], v[1]), reduced));
   };
   return run_column_pair_kernel<2>(exec, max_dst, sum_dst, e, make_pass, join, write);
 }
