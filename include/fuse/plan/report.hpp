@@ -244,6 +244,17 @@ std::string walk_group(const E& e, group_walk& g);
 template <std::size_t R, std::uint32_t M, class E>
 std::string emit_split_reduction(const E& e, plan_builder& p, const computed_map& before);
 
+// Reduction a (not computed before) as a group of its own, recorded among the computed ones;
+// returns its result's name. kernels_v counts a reduction of one form once, taking it for the
+// same data: where an earlier one of the same type was of other data, its line says so.
+template <class A>
+std::string emit_own_group(const A& a, plan_builder& p) {
+  const bool same_form = std::any_of(p.reductions.begin(), p.reductions.end(), [](const auto& c) { return c.ref.type == &type_key<A>; });
+  p.reductions.push_back({ref_of(a), emit_group(a, p)});
+  if (same_form) p.report.lines.back().what += " (of the same form as an earlier kernel, over other data)";
+  return p.reductions.back().name;
+}
+
 // The reductions below e that do not join the group (R, M), each emitted as its own group, in the
 // order split_group<R, M, false> computes them (pre-order, also inside joining reductions).
 template <std::size_t R, std::uint32_t M, class E>
@@ -251,11 +262,7 @@ void emit_leaving(const E& e, plan_builder& p, computed_map& out) {
   auto operand = [&]<class A>(const A& a) {
     if constexpr (!stays_in_group<A, R, M>) {
       if (const std::string* name = p.computed_before(a)) return void(out.emplace(&a, *name));
-      const bool same_form = std::any_of(p.reductions.begin(), p.reductions.end(), [](const auto& c) { return c.ref.type == &type_key<A>; });
-      p.reductions.push_back({ref_of(a), emit_group(a, p)});
-      // kernels_v counts a reduction of one form once, taking it for the same data.
-      if (same_form) p.report.lines.back().what += " (of the same form as an earlier kernel, over other data)";
-      out.emplace(&a, p.reductions.back().name);
+      out.emplace(&a, emit_own_group(a, p));
     } else {
       emit_leaving<R, M>(a, p, out);
     }
@@ -392,11 +399,7 @@ void emit_column_pairs_first(const E& e, plan_builder& p) {
     if constexpr (stays_in_group<A, R, M>) {
       emit_column_pairs_first<R, M>(a, p);
     } else if constexpr (column_pair_v<G>) {
-      if (p.computed_before(a)) return;
-      const bool same_form = std::any_of(p.reductions.begin(), p.reductions.end(), [](const auto& c) { return c.ref.type == &type_key<A>; });
-      p.reductions.push_back({ref_of(a), emit_group(a, p)});
-      // kernels_v counts a pair of one form once, taking it for the same data (as emit_leaving).
-      if (same_form) p.report.lines.back().what += " (of the same form as an earlier kernel, over other data)";
+      if (!p.computed_before(a)) emit_own_group(a, p);
     } else {
       emit_column_pairs_first<group_of<G>::rank, group_of<G>::mask>(unsqueezed_node(a), p);
     }

@@ -37,8 +37,8 @@ struct row_cursor {
   index_t marked[R - 1] = {};
 
   FUSE_INLINE void next(int k) { rows.next_row(k, idx, shape, M, j0, w); }
-  void mark() { std::copy(idx, idx + R - 1, marked); }
-  void rewind() { std::copy(marked, marked + R - 1, idx); }
+  void mark() { std::copy(idx, idx + (R - 1), marked); }
+  void rewind() { std::copy(marked, marked + (R - 1), idx); }
 };
 
 // Runs column pair e into inner_dst (its inner reduction: a fresh buffer of that shape) and dst
@@ -86,7 +86,7 @@ bool run_column_pair_kernel(const cpu& exec, const destination<TI, RI>& inner_ds
       const column_item it = start_item(c, item, shape, M, idx);
       const index_t j0 = it.j0, w = std::min(n, j0 + c.tile) - j0;
       row_cursor<R, M, decltype(rows)> cursor{rows, shape, j0, w, {}, {}};
-      std::copy(idx, idx + R - 1, cursor.idx);
+      std::copy(idx, idx + (R - 1), cursor.idx);
       pass(rows, cursor, it.row_end - it.row_begin, state);
       if (c.parts > 1) {
         for (std::size_t k = 0; k < K; ++k) std::copy_n(state[k], w, part_at(it.part, it.kept_index, k) + j0);
