@@ -374,7 +374,10 @@ std::string emit_column_pair(const E& e, plan_builder& p) {
   const computed_map none;
   group_walk g{.plan = p, .before = none};
   const std::string x = walk_group<E::child_rank, E::mask>(a, g);  // its leaves and flops
-  constexpr int fn_flops = moments ? fn::square::flops : fn::exp::flops;
+  constexpr int fn_flops = [] {
+    if constexpr (moments) return fn::square::flops;
+    else return P::exp_fn::flops;
+  }();
   g.flops += index_t(Inner::op::flops + fn::sub::flops + fn_flops + E::op::flops) * shape_size(a.shape());
   const std::string inner = Inner::op::name, outer = E::op::name;
   kernel_report k;

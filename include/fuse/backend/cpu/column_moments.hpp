@@ -36,7 +36,6 @@ FUSE_INLINE void join_moments(double& mu, double& m2, double mean_b, double m2_b
 template <class TM, std::size_t RM, class TV, std::size_t RV, class E>
 bool run_column_moments(const cpu& exec, const destination<TM, RM>& mean_dst, const destination<TV, RV>& var_dst, const E& e) {
   using Acc = typename E::acc_type;
-  const index_t reduced = shape_size(e.child.shape()) / std::max<index_t>(1, shape_size(e.shape()));
   // A column's state: its total, mean and sum of squared deviations from the mean.
   auto make_pass = [](index_t tile) {
     // Per column of the tile: the block's shift, sum, sum of deviations and of their squares.
@@ -112,7 +111,7 @@ bool run_column_moments(const cpu& exec, const destination<TM, RM>& mean_dst, co
     acc[0] += part[0];
     join_moments(acc[1], acc[2], part[1], part[2], to_part, na * to_part);
   };
-  auto write = [&](index_t at_mean, index_t at_var, const std::array<double, 3>& v) {
+  auto write = [&](index_t at_mean, index_t at_var, const std::array<double, 3>& v, index_t reduced) {
     mean_dst.data[at_mean] = mean_op::finalize<TM>(v[0], reduced);
     var_dst.data[at_var] = static_cast<TV>(E::op::template finalize<typename E::value_type>(v[2], reduced));
   };

@@ -49,7 +49,8 @@ struct row_cursor {
 //   reduces `count` rows of the cursor's columns (rows: four_rows; cursor: a row_cursor, by value)
 //   into state.
 // - join(acc, part, na, nb): std::array<double, K> acc, of na rows, takes part, of nb rows after them.
-// - write(at_inner, at_outer, values): a column's results from its state (std::array<double, K>).
+// - write(at_inner, at_outer, values, count): a column's results from its state (std::array<double,
+//   K>) over `count` reduced elements.
 template <std::size_t K, class TI, std::size_t RI, class TO, std::size_t RO, class E, class MakePass, class Join, class Write>
 bool run_column_pair_kernel(const cpu& exec, const destination<TI, RI>& inner_dst, const destination<TO, RO>& dst, const E& e,
                             MakePass make_pass, Join join, Write write) {
@@ -68,7 +69,7 @@ bool run_column_pair_kernel(const cpu& exec, const destination<TI, RI>& inner_ds
   const index_t inner_stride = inner_dst.strides[RI - 1], outer_stride = dst.strides[RO - 1];
   using values = std::array<double, K>;
   auto write_column = [&](const index_t* idx, index_t j, const values& v) {
-    write(result_offset<R>(inner_dst, idx, M) + j * inner_stride, result_offset<R>(dst, idx, M) + j * outer_stride, v);
+    write(result_offset<R>(inner_dst, idx, M) + j * inner_stride, result_offset<R>(dst, idx, M) + j * outer_stride, v, c.reduced);
   };
   // Where the rows are split, each part's state, joined after: K values a column of a kept
   // combination, at ((part * kept + kept index) * K + k) * n + column.

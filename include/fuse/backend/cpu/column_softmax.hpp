@@ -53,7 +53,6 @@ bool run_column_softmax(const cpu& exec, const destination<TM, RM>& max_dst, con
   using F = typename P::exp_fn;
   using MaxOp = typename P::inner_type::op;
   constexpr Acc inf = std::numeric_limits<Acc>::infinity();
-  const index_t reduced = shape_size(e.child.shape()) / std::max<index_t>(1, shape_size(e.shape()));
   // The shift for a max m': m' itself, or 0 while m' is -inf (every element so far -inf): then
   // exp(x - 0) = 0 for each of them, and a running sum of 0 rescaled by exp(-inf - 0) stays 0, where
   // -inf - -inf would be NaN. (Selects, not branches: the loops vectorise.)
@@ -120,7 +119,7 @@ bool run_column_softmax(const cpu& exec, const destination<TM, RM>& max_dst, con
     acc[1] = acc[1] * double(F{}(old - h)) + part[1] * double(F{}(theirs - h));
     acc[0] = double(top);
   };
-  auto write = [&](index_t at_max, index_t at_sum, const std::array<double, 2>& v) {
+  auto write = [&](index_t at_max, index_t at_sum, const std::array<double, 2>& v, index_t reduced) {
     max_dst.data[at_max] = MaxOp::template finalize<TM>(Acc(v[0]), reduced);
     // (Rounded to the expression's type first, as every other path writes it.)
     sum_dst.data[at_sum] = static_cast<TS>(sum_op::template finalize<typename E::value_type>(column_exp_sum<typename P::shift>(v[0], v[1]), reduced));
