@@ -430,18 +430,22 @@ TEST_CASE("softmax over rows of short runs: NaN, -inf rows, the maximum in the l
 
 TEST_CASE("a group broken at run time: each reduction a one-phase kernel, innermost first, in plan and values") {
   // The group's rows have 2 elements (x is [8, 2]) and the reductions' operand 5: assign_fused's
-  // split_group<..., true> runs max(b), then sum(exp(b - max)), then the elementwise root.
+  // split_group<..., true> runs max(b), then exp(b - max) into a temporary and its sum, then the
+  // elementwise root.
   auto x = random<float, 2>({8, 2}, 44);
   auto b = random<float, 2>({8, 5}, 45, -3, 3);
   auto e = x - fuse::sum(fuse::exp(b - fuse::max(b, fuse::axis<-1>)), fuse::axis<-1>);
   static_assert(fuse::kernels_v<decltype(e)> == 1);  // the types alone fuse it
   auto p = fuse::plan(e);
   INFO(p);
-  REQUIRE(p.kernels == 3);
-  CHECK(p.lines[0].what.starts_with("row kernel, 1 phase [max]"));
-  CHECK(p.lines[1].what.starts_with("row kernel, 1 phase [sum]"));
-  CHECK(p.lines[2].what.starts_with("elementwise sub(x0, t1) (split at run time"));
+  REQUIRE(p.kernels == 4);
+  CHECK(p.lines[0].what.starts_with("row kernel, 1 phase [max]: max(x1)"));
+  CHECK(p.lines[1].what.starts_with("elementwise exp(sub(x1, t0))"));
+  CHECK(p.lines[2].what.starts_with("row kernel, 1 phase [sum]: sum(t1)"));
+  CHECK(p.lines[3].what.starts_with("elementwise sub(x0, t2) (split at run time"));
   CHECK(p.lines[1].bytes_read == 8 * 5 * 4 + 8 * 4);  // b, and max's result
+  CHECK(p.lines[1].bytes_written == 8 * 5 * 4);
+  CHECK(p.lines[2].bytes_read == 8 * 5 * 4);
   auto y = fuse::eval(e);
   for (index_t i = 0; i < 8; ++i) {
     const std::vector<double> row(b.data() + i * 5, b.data() + (i + 1) * 5);
@@ -504,13 +508,18 @@ TEST_CASE("an elementwise root of one value per row over longer rows is one row 
 }
 
 TEST_CASE("a group broken at run time, on two threads: one-row kernels split the row, strided operands") {
-  // sum(a + sum(b)): a [70001], b [40000], so both fallback kernels are single rows, each split
-  // across the threads (run_row_kernel_generic). Then x - max(bt) with x [70000, 2] and bt a
-  // transposed [70000, 3]: the max kernel splits its rows and the elementwise one its elements.
+  // sum(a + sum(b)): a [70001], b [40000], so both fallback reductions have one result, their
+  // reduced ranges split across the threads (backend/cpu/fallback_reduce.hpp), the outer one over
+  // a + sum(b) written to a temporary first. Then x - max(bt) with x [70000, 2] and bt a transposed
+  // [70000, 3]: the max kernel splits its results and the elementwise one its elements.
   auto a = random<float, 1>({70001}, 50);
   auto b = random<float, 1>({40000}, 51);
   auto full = fuse::sum(a + fuse::sum(b, fuse::axis<0>), fuse::axis<0>);
-  REQUIRE(fuse::plan(full).kernels == 2);
+  const auto fp = fuse::plan(full);
+  INFO(fp);
+  REQUIRE(fp.kernels == 3);
+  CHECK(fp.lines[1].what.starts_with("elementwise add(x0, t0)"));
+  CHECK(fp.lines[2].what.starts_with("row kernel, 1 phase [sum]: sum(t1) (split at run time"));
   const double sb = ref_sum(std::vector<double>(b.data(), b.data() + 40000));
   double want = 0;
   for (index_t i = 0; i < 70001; ++i) want += double(a(i)) + sb;

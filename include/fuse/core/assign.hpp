@@ -11,6 +11,7 @@
 #include "fuse/backend/cpu/column_reduce.hpp"
 #include "fuse/backend/cpu/short_rows.hpp"
 #include "fuse/backend/cpu/executor.hpp"
+#include "fuse/backend/cpu/fallback_reduce.hpp"
 #include "fuse/backend/cpu/row_kernel.hpp"
 #include "fuse/backend/eager.hpp"
 #include "fuse/core/computed_reductions.hpp"
@@ -44,13 +45,34 @@ void run(const cpu& exec, const iteration<T, R, Ev>& it) { run_cpu(exec, it); }
 template <class T, std::size_t R, class Ev, class Ph>
 void run(const cpu& exec, const row_iteration<T, R, Ev, Ph>& it) { run_row_kernel(exec, it); }
 
-// A kernel of the run-time fallback: on the host one generic variant (executor.hpp), elsewhere as
-// any kernel.
+// An elementwise kernel of the run-time fallback: on the host one generic variant (executor.hpp),
+// elsewhere as any kernel.
 template <class Exec, class It>
 void run_fallback(const Exec& exec, const It& it) {
   if constexpr (!host_executor<Exec>) run(exec, it);
-  else if constexpr (requires { it.phases; }) run_row_kernel_generic(exec, it);
   else run_cpu_generic(exec, it);
+}
+
+// Reduction r, whose operand has no reductions, into dst (r's shape, leading extents of 1 possibly
+// dropped, not overlapping r's operand), for the run-time fallback: the operand is written to a
+// temporary of the arena first unless it is an array (is_array_leaf_v), then reduced as such, by
+// backend/cpu/fallback_reduce.hpp on the host (one small loop per op, value types and rank,
+// whatever the operand expression was), by the row kernel elsewhere.
+template <class Exec, class Arena, class T, std::size_t RD, class RE>
+void run_fallback_reduction_of(const Exec& exec, Arena& arena, const destination<T, RD>& dst, const RE& r) {
+  using C = typename RE::child_type;
+  if constexpr (!is_array_leaf_v<C>) {
+    auto operand = arena.template make<typename C::value_type>(r.child.shape());
+    auto it = make_iteration(destination_of(operand), r.child);
+    if (!it.empty()) run_fallback(exec, it);
+    run_fallback_reduction_of(exec, arena, dst, reduce_expr<typename RE::op, RE::mask, RE::keepdims, decltype(operand)>(operand));
+  } else if constexpr (host_executor<Exec>) {
+    run_fallback_reduction<typename RE::op, typename RE::acc_type, typename RE::value_type>(exec, dst, r.child.data(), r.child.shape(),
+                                                                                            r.child.strides(), RE::mask);
+  } else {
+    const auto it = make_row_iteration<RE::child_rank>(dst, r, r.child.shape(), RE::mask);
+    if (!it.empty()) run(exec, it);
+  }
 }
 
 template <class Exec, class T, std::size_t R>
@@ -145,13 +167,11 @@ decltype(auto) split_group(const Exec& exec, computed_for<Exec>& computed, const
   if constexpr (!rebuilt || (!Every && splits_nothing<R, M, E>())) return (e);
   else return rebuild_over(e, [&]<class A>(const A& x) {
     if constexpr (Every && is_reduce_v<A>) {
-      // Its operand is reduction-free now: one fallback kernel, no fresh assign_fused (whose
-      // checks the whole expression has passed, and whose fast paths a rare path does not need).
+      // Its operand is reduction-free now: fallback kernels, no fresh assign_fused (whose checks
+      // the whole expression has passed, and whose fast paths a rare path does not need).
       const auto r = split_group<R, M, Every>(exec, computed, x);
-      using RE = std::remove_cvref_t<decltype(r)>;
-      auto tmp = computed.arena.template make<typename RE::value_type>(r.shape());
-      const auto it = make_row_iteration<RE::child_rank>(destination_of(tmp), r, r.child.shape(), RE::mask);
-      if (!it.empty()) run_fallback(exec, it);
+      auto tmp = computed.arena.template make<typename std::remove_cvref_t<decltype(r)>::value_type>(r.shape());
+      run_fallback_reduction_of(exec, computed.arena, destination_of(tmp), r);
       return tmp;
     } else if constexpr (stays_in_group<A, R, M>) {
       return split_group<R, M, Every>(exec, computed, x);
@@ -282,8 +302,16 @@ void assign_fused_as_is(const Exec& exec, D&& d, const E& e, computed_for<Exec>*
         auto it = make_iteration(dst, split);
         run_checked<true>(exec, it, via_temporary);
       } else {
-        auto it = make_row_iteration<R>(dst, split, shape, group::mask);
-        run_checked<true>(exec, it, via_temporary);
+        // A reduction root over a reduction-free operand. (A view read as the operand must not
+        // overlap dst: the reduction writes results while it reads.)
+        static_assert(is_reduce_v<S>, "fuse: the fallback leaves no reduction below the root");
+        if constexpr (is_array_leaf_v<typename S::child_type>) {
+          const auto& c = split.child;
+          const auto in = byte_range<S::child_rank>(c.data(), sizeof(*c.data()), c.shape().data(), c.strides().data());
+          const auto out = byte_range<dst_rank>(dst.data, sizeof(*dst.data), dst.shape.data(), dst.strides.data());
+          if (in[0] <= in[1] && out[0] <= out[1] && in[0] <= out[1] && out[0] <= in[1]) return via_temporary();
+        }
+        run_fallback_reduction_of(exec, fallback.arena, dst, split);
       }
     }
   }

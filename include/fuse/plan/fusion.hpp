@@ -196,6 +196,18 @@ inline constexpr bool stays_in_group = [] {
   else return true;
 }();
 
+// An array in memory (a view, a tensor held in an expression): the run-time fallback reduces it as
+// it is; any other operand it writes to a temporary first (core/assign.hpp).
+template <class C>
+inline constexpr bool is_array_leaf_v = C::kind == node_kind::leaf && requires(const C& c) {
+  c.data();
+  c.strides();
+};
+// Is operand C of a reduction in a broken group (R, M) an array once the fallback has split the
+// group (each reduction, and what leaves the group, replaced by a view of its result)?
+template <class C, std::size_t R, std::uint32_t M>
+inline constexpr bool fallback_reads_array = is_array_leaf_v<C> || is_reduce_v<C> || !stays_in_group<C, R, M>;
+
 // f(axis, extent) for each row axis of the group (rank R, row axes M) and the extent that a
 // reduction joining the group reduces along it, every joining reduction in pre-order. (A reduction
 // that does not join is a group of its own, visited there.)

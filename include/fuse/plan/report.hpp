@@ -343,13 +343,32 @@ std::string emit_kernel(const E& e, group_walk& g, const std::string& what, cons
   return "t" + std::to_string(g.plan.report.kernels - 1);
 }
 
+// Reduction e of a broken group (R, M) (g.split), as the fallback runs it (core/assign.hpp,
+// run_fallback_reduction_of): its operand's own reductions first, then, unless the operand is an
+// array, an elementwise kernel that writes it to a temporary, then the reduction over the array.
+template <std::size_t R, std::uint32_t M, class E>
+std::string emit_fallback_reduction(const E& e, group_walk& g, const std::string& note) {
+  using C = typename E::child_type;
+  if constexpr (fallback_reads_array<C, R, M>) {
+    const std::string what = walk_group<R, M>(e, g);
+    return emit_kernel(e, g, what, note);
+  } else {
+    const std::string what = walk_operand<R, M>(e.child, g);
+    const std::string operand = emit_kernel(e.child, g, what, "");
+    group_walk r{.plan = g.plan, .before = g.before, .split = true};
+    r.temp_bytes = shape_size(e.child.shape()) * index_t(sizeof(typename C::value_type));
+    r.flops = index_t(E::op::flops) * shape_size(e.child.shape());
+    r.phases.push_back(std::string(E::op::name) + "(" + operand + ")");
+    return emit_kernel(e, r, r.phases.back(), note);
+  }
+}
+
 // A reduction of a broken group (R, M), computed alone over its operand's own reductions, which
 // come first (as split_group<R, M, true> in core/assign.hpp).
 template <std::size_t R, std::uint32_t M, class E>
 std::string emit_split_reduction(const E& e, plan_builder& p, const computed_map& before) {
   group_walk g{.plan = p, .before = before, .split = true};
-  const std::string what = walk_group<R, M>(e, g);
-  return emit_kernel(e, g, what, "");
+  return emit_fallback_reduction<R, M>(e, g, "");
 }
 
 template <class E>
@@ -438,8 +457,10 @@ std::string emit_plain_group(const E& e, plan_builder& p) {
   // Run-time shapes that break the group make each reduction below its root a kernel.
   shape_t<R> rows = shape;
   group_walk g{.plan = p, .before = before, .split = !fits_group<R, G::mask>(e, shape) && !widen_to_rows<R, G::mask>(e, rows)};
-  const std::string what = walk_group<R, G::mask>(e, g);
   if (g.split) note += " (split at run time: a reduction's extent differs from the group's)";
+  if constexpr (is_reduce_v<E>)
+    if (g.split) return emit_fallback_reduction<R, G::mask>(e, g, note);
+  const std::string what = walk_group<R, G::mask>(e, g);
   return emit_kernel(e, g, what, note);
 }
 

@@ -414,18 +414,4 @@ void run_row_kernel(const cpu& exec, const It& it) {
   run_row_kernel_on(it, threads, {});
 }
 
-// The row kernel compiled once, strided only: for assign_fused's run-time fallback (as
-// run_cpu_generic). Rows split across threads, or each row when there are fewer rows than threads
-// (a full reduction).
-template <class It>
-void run_row_kernel_generic(const cpu& exec, const It& it) {
-  const index_t rows = it.rows();
-  if (rows == 0) return;
-  const int threads = threads_for(exec, rows * std::max<index_t>(it.row_elements(), 1));
-#if defined(_OPENMP)
-  if (splits_rows(threads, rows)) return run_split_rows<false>(it, threads, false, false);
-#endif
-  run_threads(threads, [&](index_t t, index_t nt) { run_rows<false>(it, rows * t / nt, rows * (t + 1) / nt, false, false, false); });
-}
-
 }  // namespace fuse::detail

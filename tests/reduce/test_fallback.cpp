@@ -1,0 +1,190 @@
+// Groups broken at run time (a joining reduction's extents differ from the group's): each reduction
+// becomes a kernel of its own, its operand written to a temporary unless it is an array, and the
+// arrays reduced by the fallback's small loop (backend/cpu/fallback_reduce.hpp). Against double
+// references: several reduced axes, every operand layout, NaN and infinities, integers and bool,
+// empty extents, results split across threads, a reduction root into a strided destination.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "reduce_support.hpp"
+#include "support.hpp"
+
+using namespace rt;
+using fuse_test::buffer;
+using fuse_test::layout;
+
+namespace {
+
+// The double reference of op over b's axes 0 and 2, per index of axis 1.
+template <class Op>
+std::vector<double> over_axes_0_2(const fuse::tensor<float, 3>& b, Op op, double init) {
+  std::vector<double> r(std::size_t(b.extent(1)), init);
+  for (index_t i = 0; i < b.extent(0); ++i)
+    for (index_t j = 0; j < b.extent(1); ++j)
+      for (index_t k = 0; k < b.extent(2); ++k) r[std::size_t(j)] = op(r[std::size_t(j)], double(b(i, j, k)));
+  return r;
+}
+
+double nan_max(double a, double b) { return (a > b || a != a) ? a : b; }
+double nan_min(double a, double b) { return (a < b || a != a) ? a : b; }
+
+}  // namespace
+
+TEST_CASE("a broken group over two reduced axes, its operand in every layout, a nested reduction") {
+  // x [2, 3, 2] against b [4, 3, 5]: the reductions over axes 0 and 2 join the group but reduce 20
+  // elements to the group's 4. The max reads b as it is (any strides), the mean reads
+  // exp(b - max) written to a temporary first.
+  auto x = random<float, 3>({2, 3, 2}, 60);
+  auto b = random<float, 3>({4, 3, 5}, 61, -4, 4);
+  const auto mx = over_axes_0_2(b, nan_max, -INFINITY);
+  const auto sm = over_axes_0_2(b, [](double a, double v) { return a + v; }, 0.0);
+  std::vector<double> me(3, 0.0);
+  for (index_t i = 0; i < 4; ++i)
+    for (index_t j = 0; j < 3; ++j)
+      for (index_t k = 0; k < 5; ++k) me[std::size_t(j)] += std::exp(double(b(i, j, k)) - mx[std::size_t(j)]) / 20;
+  for (layout l : fuse_test::all_layouts) {
+    INFO(fuse_test::name(l));
+    buffer<float, 3> bb({4, 3, 5}, l, -7.f);
+    auto bv = bb.view();
+    fuse::assign(bv, b);
+    auto e = x - fuse::mean(fuse::exp(bv - fuse::max(bv, fuse::axes<0, 2>)), fuse::axes<0, 2>) * fuse::sum(bv, fuse::axes<0, 2>);
+    static_assert(fuse::kernels_v<decltype(e)> == 1);
+    const auto p = fuse::plan(e);
+    INFO(p);
+    REQUIRE(p.kernels == 5);
+    CHECK(p.lines[0].what.starts_with("row kernel, 1 phase [max]: max(x1)"));
+    CHECK(p.lines[1].what.starts_with("elementwise exp(sub(x1, t0))"));
+    CHECK(p.lines[2].what.starts_with("row kernel, 1 phase [mean]: mean(t1)"));
+    CHECK(p.lines[3].what.starts_with("row kernel, 1 phase [sum]: sum(x1)"));
+    CHECK(p.lines[4].what.find("(split at run time") != std::string::npos);
+    CHECK(p.lines[2].bytes_read == 4 * 3 * 5 * 4);  // the temporary of exp(b - max)
+    auto y = fuse::eval(e);
+    for (index_t i = 0; i < 2; ++i)
+      for (index_t j = 0; j < 3; ++j)
+        for (index_t k = 0; k < 2; ++k)
+          CHECK(close(y(i, j, k), double(x(i, j, k)) - me[std::size_t(j)] * sm[std::size_t(j)], 1e-5, 1e-5));
+  }
+}
+
+TEST_CASE("a broken group's reductions propagate NaN, keep infinities, sum integers and bool exactly") {
+  // x [6, 2] against rows of 9: NaN first in row 1 and last (a tail) in row 2, +inf in row 3, a
+  // row of -inf in row 4.
+  auto x = random<float, 2>({6, 2}, 62);
+  auto b = random<float, 2>({6, 9}, 63);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  b(1, 0) = nan, b(2, 8) = nan, b(3, 4) = inf;
+  for (index_t j = 0; j < 9; ++j) b(4, j) = -inf;
+  auto ymax = fuse::eval(x - fuse::max(b, fuse::axis<-1>));
+  auto ymin = fuse::eval(x + fuse::min(b, fuse::axis<-1>));
+  auto ycount = fuse::eval(x - fuse::sum(b > 0.f, fuse::axis<-1>));  // bool written out, summed as index_t
+  REQUIRE(fuse::plan(x - fuse::sum(b > 0.f, fuse::axis<-1>)).kernels == 3);
+  for (index_t i = 0; i < 6; ++i) {
+    double hi = -INFINITY, lo = INFINITY;
+    index_t count = 0;
+    for (index_t j = 0; j < 9; ++j) hi = nan_max(hi, b(i, j)), lo = nan_min(lo, b(i, j)), count += b(i, j) > 0.f;
+    for (index_t k = 0; k < 2; ++k) {
+      const float want_max = float(double(x(i, k)) - hi), want_min = float(double(x(i, k)) + lo);
+      if (std::isnan(want_max)) CHECK(std::isnan(ymax(i, k)));
+      else CHECK(ymax(i, k) == want_max);
+      if (std::isnan(want_min)) CHECK(std::isnan(ymin(i, k)));
+      else CHECK(ymin(i, k) == want_min);
+      CHECK(ycount(i, k) == float(double(x(i, k)) - double(count)));
+    }
+  }
+  CHECK(std::isnan(ymax(1, 0)));
+  CHECK(std::isnan(ymin(2, 1)));
+  CHECK(ymax(4, 0) == inf);
+
+  // Rows of 600: two blocks of 256 (the vectorised lanes) and a tail; NaN inside a block of row 1
+  // and in the tail of row 2, +inf in a block of row 3.
+  auto xl = random<float, 2>({4, 2}, 70);
+  auto bl = random<float, 2>({4, 600}, 71);
+  bl(1, 300) = nan, bl(2, 599) = nan, bl(3, 17) = inf;
+  auto ylmax = fuse::eval(xl - fuse::max(bl, fuse::axis<-1>));
+  auto ylsum = fuse::eval(xl - fuse::sum(bl, fuse::axis<-1>));
+  for (index_t i = 0; i < 4; ++i) {
+    double hi = -INFINITY, sum = 0;
+    for (index_t j = 0; j < 600; ++j) hi = nan_max(hi, bl(i, j)), sum += bl(i, j);
+    for (index_t k = 0; k < 2; ++k) {
+      const float want_max = float(double(xl(i, k)) - hi), want_sum = float(double(xl(i, k)) - sum);
+      if (std::isnan(want_max)) CHECK(std::isnan(ylmax(i, k)));
+      else CHECK(ylmax(i, k) == want_max);
+      if (std::isnan(want_sum) || std::isinf(want_sum)) CHECK(((std::isnan(want_sum) && std::isnan(ylsum(i, k))) || ylsum(i, k) == want_sum));
+      else CHECK(close(ylsum(i, k), want_sum, 1e-6, 1e-4));
+    }
+  }
+  CHECK(std::isnan(ylmax(1, 0)));
+  CHECK(std::isnan(ylmax(2, 0)));
+  CHECK(ylmax(3, 0) == -inf);
+
+  // Integers: exact sums and products of [-3, 3] in index_t.
+  fuse::tensor<int, 2> xi({5, 2}), bi({5, 7});
+  for (index_t i = 0; i < xi.size(); ++i) xi.data()[i] = int(i % 11) - 5;
+  for (index_t i = 0; i < bi.size(); ++i) {
+    const int v = int((i * 5 + 3) % 6) - 3;  // -3 .. 3 without 0
+    bi.data()[i] = v >= 0 ? v + 1 : v;
+  }
+  auto yi = fuse::eval(xi - fuse::sum(bi, fuse::axis<-1>) + fuse::prod(bi, fuse::axis<-1>));
+  for (index_t i = 0; i < 5; ++i) {
+    long long s = 0, pr = 1;
+    for (index_t j = 0; j < 7; ++j) s += bi(i, j), pr *= bi(i, j);
+    for (index_t k = 0; k < 2; ++k) CHECK(yi(i, k) == xi(i, k) - s + pr);
+  }
+}
+
+TEST_CASE("a broken group over an empty reduced extent: sum 0, mean NaN, max an error before writing") {
+  auto x = random<float, 2>({4, 2}, 64);
+  fuse::tensor<float, 2> b({4, 0});
+  auto ys = fuse::eval(x - fuse::sum(b, fuse::axis<-1>));
+  auto ym = fuse::eval(x - fuse::mean(b, fuse::axis<-1>));
+  for (index_t i = 0; i < 4; ++i)
+    for (index_t k = 0; k < 2; ++k) {
+      CHECK(ys(i, k) == x(i, k));
+      CHECK(std::isnan(ym(i, k)));
+    }
+  auto y = random<float, 2>({4, 2}, 65);
+  const auto before = fuse::eval(y);
+  CHECK_THROWS_AS(fuse::assign(y, x - fuse::max(b, fuse::axis<-1>)), fuse::shape_error);
+  for (index_t i = 0; i < 8; ++i) CHECK(y.data()[i] == before.data()[i]);
+}
+
+TEST_CASE("a broken group on two threads: many results, and a reduction root into a strided destination") {
+  // x [3001, 2] against rows of 37: 3001 results, split across the threads.
+  auto x = random<float, 2>({3001, 2}, 66);
+  auto b = random<float, 2>({3001, 37}, 67);
+  auto y = fuse::eval(fuse::cpu{2}, x - fuse::sum(b, fuse::axis<-1>));
+  for (index_t i = 0; i < 3001; ++i) {
+    double s = 0;
+    for (index_t j = 0; j < 37; ++j) s += b(i, j);
+    for (index_t k = 0; k < 2; ++k) REQUIRE(close(y(i, k), double(x(i, k)) - s, 1e-5, 1e-5));
+  }
+  // One result, its 200000 elements split across the threads and the parts joined.
+  auto x1 = random<float, 1>({5}, 68);
+  auto b1 = random<float, 1>({200000}, 69);
+  auto y1 = fuse::eval(fuse::cpu{2}, x1 - fuse::sum(b1));
+  double s1 = 0;
+  for (index_t j = 0; j < 200000; ++j) s1 += b1(j);
+  for (index_t k = 0; k < 5; ++k) CHECK(close(y1(k), double(x1(k)) - s1, 1e-6, 1e-4));
+  // A reduction root: sum(x - mean(b)) over rows of 2, the mean over rows of 37: the mean a kernel,
+  // x - mean written to a temporary, its sum into a reversed destination.
+  auto root = fuse::sum(x - fuse::mean(b, fuse::axis<-1>), fuse::axis<-1>);
+  const auto p = fuse::plan(root);
+  INFO(p);
+  REQUIRE(p.kernels == 3);
+  CHECK(p.lines[1].what.starts_with("elementwise sub(x0, t0)"));
+  CHECK(p.lines[2].what.starts_with("row kernel, 1 phase [sum]: sum(t1) (split at run time"));
+  for (layout l : {layout::contiguous, layout::reversed, layout::step2}) {
+    INFO(fuse_test::name(l));
+    buffer<float, 2> out({3001, 1}, l, -9.f);
+    fuse::assign(fuse::cpu{2}, out.view(), root);
+    CHECK(out.touched_outside() == 0);
+    auto v = out.cview();
+    for (index_t i = 0; i < 3001; ++i) {
+      double m = 0;
+      for (index_t j = 0; j < 37; ++j) m += double(b(i, j)) / 37;
+      REQUIRE(close(v(i, 0), double(x(i, 0)) + double(x(i, 1)) - 2 * m, 1e-5, 1e-5));
+    }
+  }
+}
