@@ -97,8 +97,8 @@ TEST_CASE("a broken group's reductions propagate NaN, keep infinities, sum integ
   CHECK(std::isnan(ymin(2, 1)));
   CHECK(ymax(4, 0) == inf);
 
-  // Rows of 600: two blocks of 256 (the vectorised lanes) and a tail; NaN inside a block of row 1
-  // and in the tail of row 2, +inf in a block of row 3.
+  // Rows of 600: two blocks of 256 (the vectorised lanes), then 88 elements in four chains; NaN
+  // inside a block of row 1 and after the blocks in row 2, +inf in a block of row 3.
   auto xl = random<float, 2>({4, 2}, 70);
   auto bl = random<float, 2>({4, 600}, 71);
   bl(1, 300) = nan, bl(2, 599) = nan, bl(3, 17) = inf;
@@ -167,6 +167,25 @@ TEST_CASE("a broken group on two threads: many results, and a reduction root int
   double s1 = 0;
   for (index_t j = 0; j < 200000; ++j) s1 += b1(j);
   for (index_t k = 0; k < 5; ++k) CHECK(close(y1(k), double(x1(k)) - s1, 1e-6, 1e-4));
+  // One result over two reduced axes, 41 runs of 7001: thread 1's part starts in the middle of a
+  // run (at element 3500 of run 20), in blocks and chains.
+  auto x2 = random<float, 3>({2, 1, 2}, 72);
+  auto b2 = random<float, 3>({41, 1, 7001}, 73);
+  auto y2 = fuse::eval(fuse::cpu{2}, x2 - fuse::sum(b2, fuse::axes<0, 2>));
+  double s2 = 0;
+  for (index_t i = 0; i < 41; ++i)
+    for (index_t k = 0; k < 7001; ++k) s2 += b2(i, 0, k);
+  for (index_t i = 0; i < 2; ++i)
+    for (index_t k = 0; k < 2; ++k) CHECK(close(y2(i, 0, k), double(x2(i, 0, k)) - s2, 1e-6, 1e-3));
+  // max and min of bool, one result split across the threads: the parts are written side by side.
+  fuse::tensor<float, 1> b3({200000});
+  for (index_t j = 0; j < 200000; ++j) b3(j) = j == 5 ? 1.f : j == 150000 ? -2.f : -1.f;
+  auto any = fuse::eval(fuse::cpu{2}, x1 - fuse::max(b3 > 0.f));
+  auto all = fuse::eval(fuse::cpu{2}, x1 - fuse::min(b3 > -1.5f));
+  for (index_t k = 0; k < 5; ++k) {
+    CHECK(any(k) == x1(k) - 1.f);
+    CHECK(all(k) == x1(k));
+  }
   // A reduction root: sum(x - mean(b)) over rows of 2, the mean over rows of 37: the mean a kernel,
   // x - mean written to a temporary, its sum into a reversed destination.
   auto root = fuse::sum(x - fuse::mean(b, fuse::axis<-1>), fuse::axis<-1>);
@@ -186,5 +205,17 @@ TEST_CASE("a broken group on two threads: many results, and a reduction root int
       for (index_t j = 0; j < 37; ++j) m += double(b(i, j)) / 37;
       REQUIRE(close(v(i, 0), double(x(i, 0)) + double(x(i, 1)) - 2 * m, 1e-5, 1e-5));
     }
+  }
+  // The same root of shape [1, 3, 1] into a transposed [3, 1] (the leading 1 dropped): each result
+  // at its destination stride.
+  auto x4 = random<float, 3>({1, 3, 2}, 74);
+  auto b4 = random<float, 3>({1, 3, 7}, 75);
+  buffer<float, 2> out4({3, 1}, layout::transposed, -9.f);
+  fuse::assign(out4.view(), fuse::sum(x4 - fuse::mean(b4, fuse::axis<-1>), fuse::axis<-1>));
+  CHECK(out4.touched_outside() == 0);
+  for (index_t j = 0; j < 3; ++j) {
+    double m = 0;
+    for (index_t k = 0; k < 7; ++k) m += double(b4(0, j, k)) / 7;
+    CHECK(close(out4.cview()(j, 0), double(x4(0, j, 0)) + double(x4(0, j, 1)) - 2 * m, 1e-5, 1e-5));
   }
 }

@@ -302,15 +302,10 @@ void assign_fused_as_is(const Exec& exec, D&& d, const E& e, computed_for<Exec>*
         auto it = make_iteration(dst, split);
         run_checked<true>(exec, it, via_temporary);
       } else {
-        // A reduction root over a reduction-free operand. (A view read as the operand must not
-        // overlap dst: the reduction writes results while it reads.)
+        // A reduction root over a reduction-free operand. It reads no leaf while it writes dst:
+        // its operand is either written to a temporary first or is itself a temporary (a leaf
+        // directly under the root would break no group).
         static_assert(is_reduce_v<S>, "fuse: the fallback leaves no reduction below the root");
-        if constexpr (is_array_leaf_v<typename S::child_type>) {
-          const auto& c = split.child;
-          const auto in = byte_range<S::child_rank>(c.data(), sizeof(*c.data()), c.shape().data(), c.strides().data());
-          const auto out = byte_range<dst_rank>(dst.data, sizeof(*dst.data), dst.shape.data(), dst.strides.data());
-          if (in[0] <= in[1] && out[0] <= out[1] && in[0] <= out[1] && out[0] <= in[1]) return via_temporary();
-        }
         run_fallback_reduction_of(exec, fallback.arena, dst, split);
       }
     }

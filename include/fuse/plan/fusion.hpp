@@ -196,8 +196,9 @@ inline constexpr bool stays_in_group = [] {
   else return true;
 }();
 
-// An array in memory (a view, a tensor held in an expression): the run-time fallback reduces it as
-// it is; any other operand it writes to a temporary first (core/assign.hpp).
+// An array in memory (a view, also of a tensor named in the expression; a tensor moved into it is
+// copied): the run-time fallback reduces it as it is; any other operand it writes to a temporary
+// first (core/assign.hpp).
 template <class C>
 inline constexpr bool is_array_leaf_v = C::kind == node_kind::leaf && requires(const C& c) {
   c.data();

@@ -14,7 +14,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+#include <memory>
 
 #include "fuse/backend/cpu/executor.hpp"
 #include "fuse/core/iteration.hpp"
@@ -106,7 +106,10 @@ void run_fallback_reduction(const cpu& exec, const destination<T, RD>& dst, cons
     });
     return;
   }
-  std::vector<Total> parts(std::size_t(results) * std::size_t(threads), Op::template identity<Total>());
+  // (Not a std::vector: of bool, max(b > 0) across threads, its packed bits would be written by
+  // two threads at once.)
+  const auto parts = std::make_unique<Total[]>(std::size_t(results) * std::size_t(threads));
+  std::fill_n(parts.get(), std::size_t(results) * std::size_t(threads), Op::template identity<Total>());
   run_threads(threads, [&](index_t th, index_t nt) {
     for (index_t o = 0; o < results; ++o) {
       index_t base, at;
