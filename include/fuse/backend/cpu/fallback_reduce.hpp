@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "fuse/backend/cpu/executor.hpp"
+#include "fuse/backend/cpu/row_reduce.hpp"
 #include "fuse/core/iteration.hpp"
 
 namespace fuse::detail {
@@ -33,9 +34,7 @@ Acc fold_fallback_block(const S* p) {
     FUSE_SIMD_LOOP
     for (int c = 0; c < 16; ++c) lane[c] = Op::combine(lane[c], static_cast<Acc>(p[k + c]));
   }
-  for (int w = 8; w > 0; w /= 2)
-    for (int c = 0; c < w; ++c) lane[c] = Op::combine(lane[c], lane[c + w]);
-  return lane[0];
+  return fold_combined<Op, Acc, false, 16>(lane);
 }
 
 template <class Op, class Acc, class Result, class S, class T, std::size_t R, std::size_t RD>
