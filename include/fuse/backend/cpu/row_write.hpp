@@ -34,6 +34,22 @@ bool plain_rows_written(const It& it) {
   return it.unit && it.inner_first == It::rank - 1 && !it.root_reduction;
 }
 
+// Does the epilogue stream the n elements at row (a row, or a range of one)? Not fewer than a
+// chunk: write_streaming would store them all the same, its unaligned head element by element
+// (softmax over [1048576, 8] on 2 threads, Zen 3: 2.7-2.8 -> 3.4 GB/s without; rms_norm 5.1-5.5
+// -> 6.9; rows of 16 floats +5-14%). Nor fewer than short_stream_bytes off a line (rows of a
+// std::vector's memory, 16 bytes off): their head, up to 15 elements one at a time, and their
+// tail, beside the streamed lines, cost more than the streaming saves. 2 threads, 64 MiB, rows
+// 16 bytes off, Zen 4, GB/s, rows of 32 / 64 / 128 floats: rms_norm 13.9 / 13.3 / 25.6 -> 19.4 /
+// 26.5 / 36.9, softmax 10.0 / 11.1 / 15.4 -> 13.5 / 19.2 / 18.0, layer_norm 9.5 / 14.2 / 22.0 ->
+// 12.8 / 18.2 / 21.7; rows of 256 streamed as before (docs/performance.md, "Short rows off a line").
+inline constexpr index_t short_stream_bytes = 1024;
+template <class T>
+FUSE_INLINE bool streams_row(const T* row, index_t n) {
+  const index_t bytes = n * index_t(sizeof(T));
+  return bytes >= stream_chunk_bytes && (bytes >= short_stream_bytes || reinterpret_cast<std::uintptr_t>(row) % 64 == 0);
+}
+
 // write_row of a row for which plain_rows_written holds, inline (see reduce_plain_row). (Its
 // store loop is write_row's own, not shared through a helper: with one, softmax over [64, 1024]
 // in L2 ran 4% slower, 0.65 -> 0.68 ns per element, Zen 3.)
@@ -49,10 +65,7 @@ FUSE_INLINE void write_plain_row(const It& it, const Ev& ev, const index_t* idx,
   seek_row(e, idx, copies);
   T* row = it.out + row_offset<R>(it.out_stride, idx);
   if constexpr (can_stream_v<T>) {
-    // A row shorter than a chunk streams nothing: write_streaming would store it all the same,
-    // its unaligned head element by element (softmax over [1048576, 8] on 2 threads, Zen 3:
-    // 2.7-2.8 -> 3.4 GB/s without; rms_norm 5.1-5.5 -> 6.9; rows of 16 floats +5-14%).
-    if (stream && n * index_t(sizeof(T)) >= stream_chunk_bytes) {
+    if (stream && streams_row(row, n)) {
       pf.seek(idx);
       write_streaming(row, e, 0, n, pf);
       return;
@@ -90,7 +103,7 @@ void write_row(const It& it, Ev& ev, index_t* idx, index_t begin, index_t end, b
     T* row = it.out + row_offset<R>(it.out_stride, idx);
     if constexpr (Unit) {
       if constexpr (can_stream_v<T>) {
-        if (stream) {
+        if (stream && streams_row(row + begin, end - begin)) {
           pf.seek(idx);
           write_streaming(row, e, begin, end, pf);
           continue;
