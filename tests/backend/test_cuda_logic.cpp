@@ -20,8 +20,11 @@ namespace warp_test {
 
 using fuse::index_t;
 
-// ChunkBytes: as FUSE_ROW_CHUNK_BYTES (0: an element per access; 16: 16-byte chunks).
-template <int ChunkBytes = fuse::detail::row_chunk_bytes>
+// ChunkBytes: as FUSE_ROW_CHUNK_BYTES (0: an element per access; 16: 16-byte chunks). Sms: the
+// multiprocessors of the simulated GPU (an H100 or H200 has 132), which pick the re-reading
+// kernel's layout (rereading_layout): with 1, rows of over 1024 elements take a block each from 4
+// rows on, where 132 gives them a cluster.
+template <int ChunkBytes = fuse::detail::row_chunk_bytes, int Sms = 132>
 struct warp_sim {
   static constexpr fuse::memory_space space = fuse::memory_space::host;
 };
@@ -30,8 +33,8 @@ int block_rows = 0;     // ... of them, with a block per row
 int fallbacks = 0;      // row iterations register_lanes refused (run by the re-reading kernel)
 
 // Found by argument-dependent lookup from assign_fused's run(exec, it).
-template <int B, class T, std::size_t R, class Ev>
-void run(const warp_sim<B>&, const fuse::detail::iteration<T, R, Ev>& it) {
+template <int B, int S, class T, std::size_t R, class Ev>
+void run(const warp_sim<B, S>&, const fuse::detail::iteration<T, R, Ev>& it) {
   fuse::detail::run(fuse::cpu{}, it);
 }
 
@@ -140,29 +143,77 @@ void simulate_rereading(const It& it, fuse::index_t lanes) {
   }
 }
 int rereading_rows = 0;  // row iterations simulated through the re-reading kernel
+int split_rows = 0;      // ... through the split reduction
+int cluster_rows = 0;    // ... with a cluster per row
+int rereading_block_rows = 0;  // ... with a block per row
 
-// As row_kernel.cuh's run: a warp or a block per row where the row fits in registers, else the
-// re-reading kernel with a warp (rows up to 1024), a cluster (few rows) or a block per row.
-template <int B, class T, std::size_t R, class Ev, class Ph>
-void run(const warp_sim<B>&, const fuse::detail::row_iteration<T, R, Ev, Ph>& it) {
+// row_kernel.cuh's split_reduce_kernel and split_finish_kernel on the CPU: each row's `parts`
+// blocks take every parts * row_block-th element from their first (a block's reduction is the
+// running total over its threads), then the parts are combined and the root written.
+template <bool Unit, class It>
+void simulate_split(const It& it, int parts) {
   using namespace fuse::detail;
+  constexpr std::size_t R = It::rank;
+  using P = std::remove_cvref_t<decltype(get<0>(it.phases))>;
+  using Total = typename P::op::template total_t<typename P::acc_type>;
+  using T = std::remove_pointer_t<decltype(it.out)>;
+  const index_t count = it.row_elements(), step = index_t(parts) * row_block;
+  for (index_t o = 0; o < it.rows(); ++o) {
+    index_t idx[R] = {};
+    unflatten(o, it.shape, 0, it.inner_first, idx);  // as outer_index
+    auto p = get<0>(it.phases);
+    Total t = P::op::template identity<Total>();
+    for (int part = 0; part < parts; ++part) {
+      Total block = P::op::template identity<Total>();
+      for (index_t thread = 0; thread < row_block; ++thread)
+        block = P::op::combine(block, reduce_share<Unit>(it, p, idx, part * row_block + thread, step, count, P::op::template identity<Total>()));
+      t = P::op::combine(t, block);
+    }
+    row_slot slots[1];
+    write_slot(slots[P::slot], P::op::template finalize<typename P::result_type>(t, p.count));
+    auto ev = it.eval;
+    ev.bind(slots);
+    unflatten(o, it.shape, 0, it.inner_first, idx);
+    for (std::size_t d = it.inner_first; d < R; ++d) idx[d] = 0;
+    ev.seek(idx);
+    it.out[row_offset<R>(it.out_stride, idx)] = static_cast<T>(ev.template at<false>(0));
+  }
+}
+
+// As row_kernel.cuh's run: the split reduction for a root reduction alone over few long rows; a
+// warp or a block per row where the row fits in registers; else the re-reading kernel with the
+// layout rereading_layout picks for S multiprocessors.
+template <int B, int S, class T, std::size_t R, class Ev, class Ph>
+void run(const warp_sim<B, S>&, const fuse::detail::row_iteration<T, R, Ev, Ph>& it) {
+  using namespace fuse::detail;
+  using It = row_iteration<T, R, Ev, Ph>;
+  const index_t count = it.row_elements();
+  const row_layout layout = rereading_layout(It::phase_count == 1 && it.root_reduction, it.rows(), count, S);
+  if constexpr (It::phase_count == 1) {
+    if (layout == row_layout::split) {
+      ++split_rows;
+      const int parts = split_parts(it.rows(), count, S);
+      return it.unit ? simulate_split<true>(it, parts) : simulate_split<false>(it, parts);
+    }
+  }
   switch (register_lanes(it)) {
     case row_lanes: ++register_rows; return simulate_registers<row_lanes, B>(it);
     case register_block_lanes: ++register_rows, ++block_rows; return simulate_registers<register_block_lanes, B>(it);
     default: break;
   }
   ++fallbacks, ++rereading_rows;
-  const index_t count = it.row_elements();
-  const index_t lanes = count <= warp_row_limit ? 32 : it.rows() < 4 ? index_t(row_block) * row_cluster : row_block;
+  cluster_rows += layout == row_layout::cluster;
+  rereading_block_rows += layout == row_layout::block;
+  const index_t lanes = layout == row_layout::warp ? 32 : layout == row_layout::cluster ? index_t(row_block) * row_cluster : row_block;
   if (it.unit) simulate_rereading<true>(it, lanes);
   else simulate_rereading<false>(it, lanes);
 }
 
 // y = f(x...) through the simulation equals f on double copies through the CPU executor.
-template <int ChunkBytes = fuse::detail::row_chunk_bytes, class F, class... X>
+template <int ChunkBytes = fuse::detail::row_chunk_bytes, int Sms = 132, class F, class... X>
 void check_layer(const F& f, int expected_register_runs, const X&... x) {
   const int before = register_rows;
-  auto got = fuse::eval(warp_sim<ChunkBytes>{}, f(x...));
+  auto got = fuse::eval(warp_sim<ChunkBytes, Sms>{}, f(x...));
   CHECK(register_rows - before == expected_register_runs);
   auto want = fuse::eval(f(fuse::cast<double>(x)...));
   fuse_test::check_same(got, want, 2e-5, 2e-6);
@@ -277,26 +328,82 @@ TEST_CASE("cuda re-reading rows (simulated thread by thread): warp, block and cl
     check_layer(bn, 0, x, g, b);
     CHECK(rereading_rows - rows == 1);
   }
+  // The same on a GPU of one multiprocessor: rows of over 1024 elements take a block each from 4
+  // rows on (a cluster each above).
+  const int blocks = rereading_block_rows;
+  constexpr int chunk = fuse::detail::row_chunk_bytes;
+  for (index_t n : {8201, 8200 + 4 * 256 + 3}) {
+    INFO("5 rows of " << n << ", a block each");
+    auto x = fuse_test::random_tensor<float>(shape<2>{5, n}, 40 + n);
+    auto g = fuse_test::random_tensor<float>(shape<1>{n}, 41 + n);
+    auto b = fuse_test::random_tensor<float>(shape<1>{n}, 42 + n);
+    check_layer<chunk, 1>([](const auto& a) { return fuse::softmax(a, fuse::axis<-1>); }, 0, x);
+    check_layer<chunk, 1>([](const auto& a, const auto& gg, const auto& bb) { return fuse::layer_norm(a, gg, bb); }, 0, x, g, b);
+    check_layer<chunk, 1>([](const auto& a) { return fuse::sum(a * a, fuse::axis<-1>); }, 0, x);
+  }
+  for (const auto& s : {shape<4>{5, 4, 40, 41}, shape<4>{2, 5, 60, 41}}) {
+    INFO("batch norm over " << s[0] << " x " << s[1] << " x " << s[2] << " x " << s[3] << ", a block a channel");
+    auto x = fuse_test::random_tensor<float>(s, 43 + s[0]);
+    auto g = fuse_test::random_tensor<float>(shape<3>{s[1], 1, 1}, 44);
+    auto b = fuse_test::random_tensor<float>(shape<3>{s[1], 1, 1}, 45);
+    check_layer<chunk, 1>(bn, 0, x, g, b);
+  }
+  CHECK(rereading_block_rows - blocks == 2 * 3 + 2);
 }
 
+namespace warp_test {
+// sum(x) over the row axes of x's rows, simulated on a GPU of Sms multiprocessors, within 1e-6 of
+// a double sum (non-negative data: relative to the sum itself).
+template <int Sms, class E, class X>
+void check_float_sum(const E& sum_expr, const X& x_double) {
+  auto got = fuse::eval(warp_sim<fuse::detail::row_chunk_bytes, Sms>{}, sum_expr);
+  auto want = fuse::eval(x_double);
+  REQUIRE(got.size() == want.size());
+  for (index_t r = 0; r < got.size(); ++r) {
+    INFO("row " << r);
+    CHECK(std::abs(double(got.data()[r]) - want.data()[r]) <= 1e-6 * want.data()[r]);
+  }
+}
+}  // namespace warp_test
+
 TEST_CASE("cuda re-reading rows (simulated): float sums of long rows within 1e-6", "[cuda][rows][accuracy]") {
-  // 5 rows of 2^17 take a block each: 512 terms per thread. Summed in one float chain per
-  // unrolled part, a constant row was 1.9e-6 off (found by a review, 2026-12-03); the parts now
-  // move into the double total every 16 trips, as the CPU's float lanes do.
+  // 5 rows of 2^17: on a GPU of 1 multiprocessor a block each, 512 terms per thread; on 132 the
+  // split reduction. Summed in one float chain per unrolled part, a constant row was 1.9e-6 off
+  // (found by a review, 2026-12-03); the parts now move into the double total every 16 trips, as
+  // the CPU's float lanes do. Rows of several runs (a sum over axes 0 and 2 of [64, 5, 2048], the
+  // batch-norm statistics' layout) did the same in one float chain per thread until 2026-12-06.
   using namespace warp_test;
   const index_t n = index_t(1) << 17;
   fuse::tensor<float, 2> x(5, n);
   std::mt19937 gen(7);
   std::uniform_real_distribution<float> u(0.f, 1.f);
   for (index_t i = 0; i < x.size(); ++i) x.data()[i] = i < n ? 0.52497673f : u(gen);
-  const int before = rereading_rows;
-  auto s = fuse::eval(warp_sim<>{}, fuse::sum(x, fuse::axis<-1>));
-  CHECK(rereading_rows - before == 1);
-  for (index_t r = 0; r < 5; ++r) {
-    double want = 0;
-    for (index_t j = 0; j < n; ++j) want += double(x(r, j));
-    CHECK(std::abs(double(s(r, 0)) - want) <= 1e-6 * want);
-  }
+  const auto rows = fuse::sum(x, fuse::axis<-1>);
+  const auto rows_double = fuse::sum(fuse::cast<double>(x), fuse::axis<-1>);
+  int blocks = rereading_block_rows, splits = split_rows;
+  check_float_sum<1>(rows, rows_double);
+  CHECK(rereading_block_rows - blocks == 1);
+  check_float_sum<132>(rows, rows_double);
+  CHECK(split_rows - splits == 1);
+
+  auto runs = fuse::reshape(x, 64, 5, 2048);
+  for (index_t i = 0; i < runs.size(); ++i)  // channel 0 constant, the others random
+    if ((i / 2048) % 5 == 0) x.data()[i] = 0.52497673f;
+  const auto channels = fuse::sum(runs, fuse::axes<0, 2>);
+  const auto channels_double = fuse::sum(fuse::cast<double>(runs), fuse::axes<0, 2>);
+  blocks = rereading_block_rows, splits = split_rows;
+  const int clusters = cluster_rows;
+  check_float_sum<1>(channels, channels_double);  // a block each: 512 terms per thread, 64 runs
+  CHECK(rereading_block_rows - blocks == 1);
+  check_float_sum<132>(channels, channels_double);  // split, parts of several runs
+  CHECK(split_rows - splits == 1);
+  // Two phases (the mean, then the sum of squares about it): not split; a cluster each on 132.
+  auto data = fuse_test::random_tensor<float>(fuse_test::shape<3>{64, 5, 2048}, 8);
+  const auto spread = fuse::sum(fuse::square(data - fuse::mean(data, fuse::axes<0, 2>)), fuse::axes<0, 2>);
+  auto rd = fuse::cast<double>(data);
+  const auto spread_double = fuse::sum(fuse::square(rd - fuse::mean(rd, fuse::axes<0, 2>)), fuse::axes<0, 2>);
+  check_float_sum<132>(spread, spread_double);
+  CHECK(cluster_rows - clusters == 1);
 }
 
 TEST_CASE("cuda register rows (simulated, FUSE_ROW_CHUNK_BYTES=16): 16-byte chunks where rows are aligned, partial last chunks", "[cuda][registers]") {

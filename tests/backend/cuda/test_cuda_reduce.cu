@@ -172,3 +172,55 @@ TEST_CASE("cuda: bf16 softmax and layer_norm accumulate in fp32") {
     require_close(y, fuse::eval(fuse::softmax(hxf, fuse::axis<-1>)), 1e-2, 1e-4);
   }
 }
+
+TEST_CASE("cuda: layouts the other cases miss: a block per row of runs, split strided rows, bf16 re-read rows, a user stream, in place") {
+  // Rows of N runs over 528 channels or more: a block each on 132 SMs (fewer rows: a cluster each).
+  {
+    const fuse::shape_t<4> s{8, 600, 16, 16};
+    auto hx = random_host<4>(s, 21, 95.f, 105.f);
+    fuse::device_tensor<float, 4> x(s);
+    fuse::copy(x, hx);
+    auto bn = [](const auto& x) { return (x - fuse::mean(x, fuse::axes<0, 2, 3>)) * fuse::rsqrt(fuse::var(x, fuse::axes<0, 2, 3>) + 1e-5f); };
+    require_close(host_of(fuse::eval(fuse::cuda{}, bn(x))), fuse::eval(bn(hx)), 1e-4, 1e-4);
+    require_close(host_of(fuse::eval(fuse::cuda{}, fuse::sum(x, fuse::axes<0, 2, 3>))), fuse::eval(fuse::sum(hx, fuse::axes<0, 2, 3>)), 1e-6, 0);
+  }
+  // A full reduction of a strided view: one row of 64 runs, split across blocks, read strided.
+  {
+    auto hx = random_host<2>({64, 2000}, 22, 0.f, 1.f);
+    fuse::device_tensor<float, 2> x(64, 2000);
+    fuse::copy(x, hx);
+    const float got = fuse::eval(fuse::cuda{}, fuse::sum(fuse::slice<1>(x, 0, 2000, 2)));
+    const double want = fuse::eval(fuse::sum(fuse::cast<double>(fuse::slice<1>(hx, 0, 2000, 2))));
+    REQUIRE(std::abs(got - want) <= 1e-6 * want);
+  }
+  // bf16 rows longer than the registers hold (re-read, a cluster each), and layer_norm in bf16.
+  for (const auto [m, n] : {std::pair<long, long>{64, 1000}, {3, 70001}}) {
+    auto hx = random_host<2>({m, n}, 23);
+    auto hg = random_host<1>({n}, 24, 0.5f, 1.5f);
+    auto hb = random_host<1>({n}, 25);
+    fuse::tensor<__nv_bfloat16, 2> hxb(m, n);
+    fuse::tensor<float, 2> hxf(m, n);
+    for (long i = 0; i < hx.size(); ++i) hxb.data()[i] = __float2bfloat16(hx.data()[i]), hxf.data()[i] = __bfloat162float(hxb.data()[i]);
+    fuse::device_tensor<__nv_bfloat16, 2> x(m, n), y(m, n);
+    fuse::device_tensor<float, 1> g(n), b(n);
+    fuse::copy(x, hxb), fuse::copy(g, hg), fuse::copy(b, hb);
+    fuse::assign(fuse::cuda{}, y, fuse::softmax(x, fuse::axis<-1>));
+    require_close(host_of(fuse::eval(fuse::cuda{}, fuse::cast<float>(y))), fuse::eval(fuse::softmax(hxf, fuse::axis<-1>)), 1e-2, 1e-4);
+    fuse::assign(fuse::cuda{}, y, fuse::layer_norm(x, g, b));
+    require_close(host_of(fuse::eval(fuse::cuda{}, fuse::cast<float>(y))), fuse::eval(fuse::layer_norm(hxf, hg, hb)), 2e-2, 2e-2);
+  }
+  // A stream of the user's, and in place (the destination read by its own row kernel).
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  for (const auto [m, n] : {std::pair<long, long>{300, 1024}, {5, 3001}, {3, 70001}}) {
+    auto hx = random_host<2>({m, n}, unsigned(26 + n));
+    fuse::device_tensor<float, 2> x(m, n);
+    fuse::copy(fuse::cuda{stream}, x, hx);
+    auto y = fuse::eval(fuse::cuda{stream}, fuse::softmax(x, fuse::axis<-1>));
+    fuse::assign(fuse::cuda{stream}, x, x - fuse::max(x, fuse::axis<-1>));
+    REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+    require_close(host_of(y), fuse::eval(fuse::softmax(hx, fuse::axis<-1>)), 1e-5, 1e-7);
+    require_close(host_of(x), fuse::eval(hx - fuse::max(hx, fuse::axis<-1>)), 0, 0);
+  }
+  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
+}

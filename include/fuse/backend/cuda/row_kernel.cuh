@@ -309,12 +309,13 @@ void run(const cuda& exec, const row_iteration<T, R, Ev, Ph>& it) {
   if (rows == 0) return;
   const index_t count = it.row_elements();
   const index_t sms = multiprocessor_count();
+  const row_layout layout = rereading_layout(It::phase_count == 1 && it.root_reduction, rows, count, sms);
   if constexpr (It::phase_count == 1) {
     // A root reduction alone (sum(x * x)): too few rows to fill the GPU -> split rows across blocks.
-    if (it.root_reduction && rows < 2 * sms && count >= 64 * row_block) {
+    if (layout == row_layout::split) {
       using P = std::remove_cvref_t<decltype(get<0>(it.phases))>;
       using Total = typename P::op::template total_t<typename P::acc_type>;
-      const int per_row = static_cast<int>(std::min<index_t>((4 * sms + rows - 1) / rows, count / row_block));
+      const int per_row = split_parts(rows, count, sms);
       pool_arena<device_allocator> arena;
       auto partial = arena.template make<Total>(shape_t<1>{rows * per_row});
       const unsigned blocks = static_cast<unsigned>(rows * per_row);
@@ -336,11 +337,11 @@ void run(const cuda& exec, const row_iteration<T, R, Ev, Ph>& it) {
       default: break;
     }
   }
-  if (count > warp_row_limit && rows < 4 * sms) {
+  if (layout == row_layout::cluster) {
     // Too few rows for one block each to fill the GPU ([64, 262144]: 64 blocks on 132 SMs).
     if (it.unit ? launch_cluster_rows<true>(exec, it, sms) : launch_cluster_rows<false>(exec, it, sms)) return;
   }
-  if (count <= warp_row_limit) launch_rows<row_group::warp>(exec, it, sms);
+  if (layout == row_layout::warp) launch_rows<row_group::warp>(exec, it, sms);
   else launch_rows<row_group::block>(exec, it, sms);
 }
 

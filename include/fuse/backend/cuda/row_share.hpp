@@ -7,13 +7,12 @@
 #include <cstddef>
 #include <type_traits>
 
+#include "fuse/backend/cuda/row_threads.hpp"
 #include "fuse/config.hpp"
 #include "fuse/core/row_iteration.hpp"
 
 namespace fuse::detail {
 
-// The longest rows the re-reading kernel gives one warp; longer rows get a block or a cluster.
-inline constexpr index_t warp_row_limit = 1024;
 // Elements a thread takes per trip (reduce_share, write_share).
 inline constexpr int share_unroll = 4;
 
@@ -83,9 +82,15 @@ FUSE_HOST_DEVICE FUSE_INLINE Total reduce_share(const It& it, Phase& p, index_t*
     FUSE_UNROLL
     for (int u = 0; u < share_unroll; ++u) acc = Op::combine(acc, part[u]);
   } else {
+    int adds = 0;
     for_each_in_runs(it, idx, first, step, count, [&](index_t i, bool moved) {
       if (moved) p.child.seek(idx);
       acc = Op::combine(acc, static_cast<Acc>(p.child.template at<Unit>(i)));
+      if (++adds == 16) {  // as above: at most 16 additions into a float accumulator
+        adds = 0;
+        total = Op::combine(total, static_cast<Total>(acc));
+        acc = Op::template identity<Acc>();
+      }
     });
   }
   return Op::combine(total, static_cast<Total>(acc));

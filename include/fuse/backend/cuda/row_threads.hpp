@@ -40,4 +40,26 @@ struct row_threads {
   }
 };
 
+// The longest rows the re-reading kernel gives one warp; longer rows get a block or a cluster.
+inline constexpr index_t warp_row_limit = 1024;
+
+// How row_kernel.cuh's run lays out a row iteration that does not run in registers, on a GPU of
+// `sms` multiprocessors: `split` (a root reduction alone, `root_alone`, over too few rows to fill
+// the GPU: each row split across split_parts blocks, then a second kernel), `cluster` (long rows,
+// too few for a block each; a block each where clusters cannot launch), `block` or `warp` (a warp
+// each for rows up to warp_row_limit). One function for the kernel and its CPU simulation
+// (tests/backend/test_cuda_logic.cpp), so that the simulation runs what the device would.
+enum class row_layout { split, cluster, block, warp };
+inline row_layout rereading_layout(bool root_alone, index_t rows, index_t count, index_t sms) {
+  if (root_alone && rows < 2 * sms && count >= 64 * row_block) return row_layout::split;
+  if (count > warp_row_limit && rows < 4 * sms) return row_layout::cluster;
+  return count <= warp_row_limit ? row_layout::warp : row_layout::block;
+}
+// Blocks per row of the split layout: about 4 per multiprocessor over all rows, each with a
+// block's worth of elements at least.
+inline int split_parts(index_t rows, index_t count, index_t sms) {
+  const index_t want = (4 * sms + rows - 1) / rows, most = count / row_block;
+  return static_cast<int>(want < most ? want : most);
+}
+
 }  // namespace fuse::detail
