@@ -6,6 +6,7 @@
 #include "fuse/backend/cpu/executor.hpp"
 #include "fuse/backend/cpu/prefetch.hpp"
 #include "fuse/backend/cpu/row_reduce.hpp"
+#include "fuse/core/reused_phase.hpp"
 #include "fuse/core/row_iteration.hpp"
 
 namespace fuse::detail {
@@ -34,20 +35,42 @@ bool plain_rows_written(const It& it) {
   return it.unit && it.inner_first == It::rank - 1 && !it.root_reduction;
 }
 
-// Does the epilogue stream the n elements at row (a row, or a range of one)? Not fewer than a
-// chunk: write_streaming would store them all the same, its unaligned head element by element
-// (softmax over [1048576, 8] on 2 threads, Zen 3: 2.7-2.8 -> 3.4 GB/s without; rms_norm 5.1-5.5
-// -> 6.9; rows of 16 floats +5-14%). Nor fewer than short_stream_bytes off a line (rows of a
-// std::vector's memory, 16 bytes off): their head, up to 15 elements one at a time, and their
-// tail, beside the streamed lines, cost more than the streaming saves. 2 threads, 64 MiB, rows
-// 16 bytes off, Zen 4, GB/s, rows of 32 / 64 / 128 floats: rms_norm 13.9 / 13.3 / 25.6 -> 19.4 /
-// 26.5 / 36.9, softmax 10.0 / 11.1 / 15.4 -> 13.5 / 19.2 / 18.0, layer_norm 9.5 / 14.2 / 22.0 ->
-// 12.8 / 18.2 / 21.7; rows of 256 streamed as before (docs/performance.md, "Short rows off a line").
+// Does the epilogue stream the n elements at row (a row, or a range of one)? Rows of at least
+// short_stream_bytes do. Shorter ones (Zen 4, 2 threads, 64 MiB, GB/s; docs/performance.md, "Short
+// rows off a line"):
+// - not under a chunk: write_streaming would store them all the same, its unaligned head element
+//   by element (softmax over [1048576, 8] on 2 threads, Zen 3: 2.7-2.8 -> 3.4 GB/s without);
+// - not off a line (a std::vector's memory is 16 bytes off): the head, up to 15 elements one at a
+//   time, and the tail beside the streamed lines cost more than streaming saves. Rows of 32 / 64 /
+//   128 floats: rms_norm 13.9 / 13.3 / 25.6 -> 19.4 / 26.5 / 36.9, softmax 10.0 / 11.1 / 15.4 ->
+//   13.5 / 19.2 / 18.0;
+// - not of a kernel of short_stream_max_flops an element or more (its phases' operands and its
+//   epilogue as written: an exp is 10; softmax 23, log_softmax 13, layer_norm 6, rms_norm 3):
+//   there ordinary stores were faster on a line too. Rows of 32 / 64 / 128 floats, streamed /
+//   stored: softmax 11.7 / 17.2 / 20-24 against 14.7 / 22 / 28-31, log_softmax 10.4 / 15.9 / 22
+//   against 12.5 / 19.5 / 27.5; while layer_norm at 64 / 128 ran 20 / 26 streamed against 16.5 /
+//   20.
+// (-DFUSE_SHORT_STREAM_MAX_FLOPS=n overrides the flops; the differential tests set it high, so
+// that short rows of every form stream.)
 inline constexpr index_t short_stream_bytes = 1024;
-template <class T>
+#ifndef FUSE_SHORT_STREAM_MAX_FLOPS
+#define FUSE_SHORT_STREAM_MAX_FLOPS 10
+#endif
+inline constexpr int short_stream_max_flops = FUSE_SHORT_STREAM_MAX_FLOPS;
+// The flops an element of row kernel It, as written (row constants counted as if per element).
+template <class It>
+constexpr int row_flops() {
+  using Phases = decltype(It::phases);
+  return []<std::size_t... K>(std::index_sequence<K...>) {
+    return (flops_of<decltype(It::eval)>::value + ... + flops_of<phase_child_t<Phases, K>>::value);
+  }(std::make_index_sequence<Phases::size>{});
+}
+template <class It, class T>
 FUSE_INLINE bool streams_row(const T* row, index_t n) {
   const index_t bytes = n * index_t(sizeof(T));
-  return bytes >= stream_chunk_bytes && (bytes >= short_stream_bytes || reinterpret_cast<std::uintptr_t>(row) % 64 == 0);
+  if (bytes >= short_stream_bytes) return true;
+  if constexpr (row_flops<It>() >= short_stream_max_flops) return false;
+  return bytes >= stream_chunk_bytes && reinterpret_cast<std::uintptr_t>(row) % 64 == 0;
 }
 
 // write_row of a row for which plain_rows_written holds, inline (see reduce_plain_row). (Its
@@ -65,7 +88,7 @@ FUSE_INLINE void write_plain_row(const It& it, const Ev& ev, const index_t* idx,
   seek_row(e, idx, copies);
   T* row = it.out + row_offset<R>(it.out_stride, idx);
   if constexpr (can_stream_v<T>) {
-    if (stream && streams_row(row, n)) {
+    if (stream && streams_row<It>(row, n)) {
       pf.seek(idx);
       write_streaming(row, e, 0, n, pf);
       return;
@@ -103,7 +126,7 @@ void write_row(const It& it, Ev& ev, index_t* idx, index_t begin, index_t end, b
     T* row = it.out + row_offset<R>(it.out_stride, idx);
     if constexpr (Unit) {
       if constexpr (can_stream_v<T>) {
-        if (stream && streams_row(row + begin, end - begin)) {
+        if (stream && streams_row<It>(row + begin, end - begin)) {
           pf.seek(idx);
           write_streaming(row, e, begin, end, pf);
           continue;

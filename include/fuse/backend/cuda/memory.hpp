@@ -88,6 +88,10 @@ void copy_device(const Exec& exec, D&& dst, const S& src, bool synchronous) {
       basic_tensor<T, DD::rank, typename allocator_for<DD::space>::type> staged(dst.shape());
       copy_device(exec, staged, src, true);
       assign(executor_in<DD::space>(exec), dst, staged.view());
+      // (The staging buffer's cudaFree waits for the kernel reading it; copy(dst, src) also says
+      // it returns when the data is in place, so wait here rather than rely on that.)
+      if constexpr (DD::space == memory_space::device)
+        if (synchronous) cuda_check(cudaStreamSynchronize(exec.stream), "copy");
       return;
     }
     const std::size_t bytes = static_cast<std::size_t>(shape_size(src.shape())) * sizeof(T);

@@ -324,8 +324,9 @@ void run(const cuda& exec, const row_iteration<T, R, Ev, Ph>& it) {
       cuda_check(cudaGetLastError(), "cuda: split reduction launch");
       split_finish_kernel<<<static_cast<unsigned>((rows + 127) / 128), 128, 0, exec.stream>>>(it, partial.data(), per_row);
       cuda_check(cudaGetLastError(), "cuda: split reduction finish");
-      // The arena returns `partial` to the pool now; stream order keeps it valid for the kernels
-      // above as long as the next user is on the same stream (the pool serves one stream's work).
+      // The arena returns `partial` to the pool when this scope ends, and the pool may hand it to
+      // work on another stream next: wait for the two kernels first. (It also makes the split
+      // reduction unusable under CUDA-graph capture: a known limit.)
       cuda_check(cudaStreamSynchronize(exec.stream), "cuda: split reduction");
       return;
     }
