@@ -284,8 +284,8 @@ TEST_CASE("cuda re-reading rows (simulated thread by thread): warp, block and cl
   using fuse_test::shape;
   const int before = rereading_rows;
   // Lengths around the per-trip unroll (share_unroll elements a step apart): full trips, a
-  // remainder, threads with no element. Rows of 1030 and more get a block (256 threads), or a
-  // cluster (2048) when there are fewer than 4 rows.
+  // remainder, threads with no element. Rows of over 1024 elements get a cluster (2048 threads)
+  // each on 132 SMs (a block each below, on one SM).
   for (index_t n : {8201, 8200 + 4 * 256 + 3}) {
     for (index_t m : {1, 3, 5}) {
       INFO("rows " << m << " of " << n);
@@ -314,8 +314,8 @@ TEST_CASE("cuda re-reading rows (simulated thread by thread): warp, block and cl
   // Contiguous, the same two row axes merge into one row of 18 * 13: registers.
   check_layer(softmax12, 1, cube);
   // A training batch norm over NCHW: rows of N runs of H * W (plan/fusion.hpp), re-read. Runs
-  // shorter than a thread's step (6 against a warp's 32: a division per element), longer (35, 49;
-  // 1640 against a block's 256), and a cluster's 2048 over few long rows.
+  // shorter than a thread's step (6 against a warp's 32: a division per element), longer (35, 49
+  // against a warp's 32), and runs of 1640 and 2460 under a cluster's 2048 (a block's 256 below).
   auto bn = [](const auto& a, const auto& g, const auto& b) {
     return fuse::relu((a - fuse::mean(a, fuse::axes<0, 2, 3>)) * fuse::rsqrt(fuse::var(a, fuse::axes<0, 2, 3>) + 1e-5f) * g + b);
   };

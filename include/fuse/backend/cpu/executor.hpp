@@ -58,7 +58,7 @@ inline constexpr std::size_t streaming_store_bytes = FUSE_STREAMING_STORE_BYTES;
 // flops an element) and cheaper expressions ran faster streamed. So below 64-byte vectors an
 // expression of this many flops an element or more (as written: flops_of) stores normally.
 // AVX-512 builds keep streaming everything: on a Zen 4 every one of those ran as fast or faster
-// streamed but erf and gelu_erf, even within 5% (docs/performance.md). Override with
+// streamed but erf (even) and gelu_erf (5-6% slower) (docs/performance.md). Override with
 // -DFUSE_STREAMING_MAX_FLOPS=n.
 #ifndef FUSE_STREAMING_MAX_FLOPS
 #if FUSE_STREAM_BYTES >= 64

@@ -49,15 +49,16 @@ bool plain_rows_written(const It& it) {
 //   there ordinary stores were faster on a line too. Rows of 32 / 64 / 128 floats, streamed /
 //   stored: softmax 11.7 / 17.2 / 20-24 against 14.7 / 22 / 28-31, log_softmax 10.4 / 15.9 / 22
 //   against 12.5 / 19.5 / 27.5; while layer_norm at 64 / 128 ran 20 / 26 streamed against 16.5 /
-//   20.
+//   20 (rms_norm: 20 / 32 / 42 against 24.5 / 33-37 / 36.5, a loss at 32 kept for the rule's sake).
 // (-DFUSE_SHORT_STREAM_MAX_FLOPS=n overrides the flops; the differential tests set it high, so
-// that short rows of every form stream.)
+// that short rows on a line stream whatever they compute.)
 inline constexpr index_t short_stream_bytes = 1024;
 #ifndef FUSE_SHORT_STREAM_MAX_FLOPS
 #define FUSE_SHORT_STREAM_MAX_FLOPS 10
 #endif
 inline constexpr int short_stream_max_flops = FUSE_SHORT_STREAM_MAX_FLOPS;
-// The flops an element of row kernel It, as written (row constants counted as if per element).
+// The flops an element of row kernel It, as written; row constants (1 / sum, rsqrt(mean + eps),
+// log(sum): invariant_eval) count 0.
 template <class It>
 constexpr int row_flops() {
   using Phases = decltype(It::phases);
