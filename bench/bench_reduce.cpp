@@ -5,6 +5,7 @@
 //   layer_norm   [16384, 1024] with gamma, beta
 //   rms_norm     [16384, 1024] with gamma
 //   softmax_short [65536, 256], rms_norm_short [262144, 64]: rows short enough that per-row costs show
+//   rms_norm_short_off: the same over views 16 bytes off a line; softmax_seq128 [131072, 128]
 //   softmax_router [1048576, 8]: a mixture-of-experts router over 8 experts, rows shorter than a vector
 //   softmax_router_temp: the same over x * t[m, 1] (a per-row temperature, read through rows of copies)
 //   sum_squares  sum(x * x) over 2^25 floats
@@ -40,6 +41,18 @@ void run_fuse(benchmark::State& s, rows_data& d, Exec exec, Make make) {
   fuse::assign(exec, d.y, make(d));  // warm-up: page faults, the eager pool
   for (auto _ : s) fuse::assign(exec, d.y, make(d)), benchmark::ClobberMemory();
   bench::set_bytes(s, d.bytes());
+}
+
+// run_fuse over views 16 bytes off a line (a std::vector's memory): x and y start 4 floats into
+// their tensors. make(x, d): the expression over x.
+template <class Make>
+void run_fuse_off(benchmark::State& s, index_t m, index_t n, Make make) {
+  rows_data d(m + 1, n);
+  auto x = fuse::view(d.x.data() + 4, m, n);
+  auto y = fuse::view(d.y.data() + 4, m, n);
+  fuse::assign(fuse::cpu{}, y, make(x, d));
+  for (auto _ : s) fuse::assign(fuse::cpu{}, y, make(x, d)), benchmark::ClobberMemory();
+  bench::set_bytes(s, 2.0 * double(m) * double(n) * sizeof(float));
 }
 
 auto softmax_of = [](rows_data& d) { return fuse::softmax(d.x, fuse::axis<-1>); };
@@ -145,13 +158,14 @@ void layer_norm_hand(benchmark::State& s) {
   bench::set_bytes(s, d.bytes());
 }
 
-void rms_norm_hand(benchmark::State& s, index_t m, index_t n) {
-  rows_data d(m, n);
+// off: x and y start that many floats into their tensors (rows off a line, as in a std::vector).
+void rms_norm_hand(benchmark::State& s, index_t m, index_t n, index_t off = 0) {
+  rows_data d(m + (off > 0), n);
   for (auto _ : s) {
 #pragma omp parallel for schedule(static)
-    for (index_t r = 0; r < d.m; ++r) {
-      const float* __restrict__ x = d.x.data() + r * n;
-      float* __restrict__ y = d.y.data() + r * n;
+    for (index_t r = 0; r < m; ++r) {
+      const float* __restrict__ x = d.x.data() + off + r * n;
+      float* __restrict__ y = d.y.data() + off + r * n;
       float sq = 0;
 #pragma omp simd reduction(+ : sq)
       for (index_t i = 0; i < n; ++i) sq += x[i] * x[i];
@@ -161,7 +175,7 @@ void rms_norm_hand(benchmark::State& s, index_t m, index_t n) {
     }
     benchmark::ClobberMemory();
   }
-  bench::set_bytes(s, d.bytes());
+  bench::set_bytes(s, 2.0 * double(m) * double(n) * sizeof(float));
 }
 
 // --- sum of squares over 2^25 floats: the value is checked against a double reference ---
@@ -338,6 +352,11 @@ const auto reg = [] {
   add("rms_norm_short/copy", [](benchmark::State& s) { bench::copy_baseline(s, 2.0 * 262144 * 64 * 4); });
   add("rms_norm_short/fused", [](benchmark::State& s) { rows_data d(262144, 64); run_fuse(s, d, fuse::cpu{}, rms_norm_of); });
   add("rms_norm_short/hand", [](benchmark::State& s) { rms_norm_hand(s, 262144, 64); });
+  add("rms_norm_short_off/fused", [](benchmark::State& s) { run_fuse_off(s, 262144, 64, [](auto x, rows_data& d) { return fuse::rms_norm(x, d.gamma, 1e-6); }); });
+  add("rms_norm_short_off/hand", [](benchmark::State& s) { rms_norm_hand(s, 262144, 64, 4); });
+  add("softmax_seq128/copy", [](benchmark::State& s) { bench::copy_baseline(s, 2.0 * 131072 * 128 * 4); });
+  add("softmax_seq128/fused", [](benchmark::State& s) { rows_data d(131072, 128); run_fuse(s, d, fuse::cpu{}, softmax_of); });
+  add("softmax_seq128/hand", [](benchmark::State& s) { softmax_hand(s, 131072, 128); });
   add("softmax_router/copy", [](benchmark::State& s) { bench::copy_baseline(s, 2.0 * 1048576 * 8 * 4); });
   add("softmax_router/fused", [](benchmark::State& s) { rows_data d(1048576, 8); run_fuse(s, d, fuse::cpu{}, softmax_of); });
   add("softmax_router/eager", [](benchmark::State& s) { rows_data d(1048576, 8); run_fuse(s, d, fuse::eager(fuse::cpu{}), softmax_of); });
