@@ -605,6 +605,10 @@ TEST_CASE("column pairs: softmax and logsumexp over leading axes, max and sum in
       CHECK(p.kernels == 2);
       CHECK(p.lines[0].what.find("column kernel, 2 phases [max, sum]") != std::string::npos);
       CHECK(fuse::plan(exec, fuse::logsumexp(x, fuse::axis<0>)).kernels == 2);
+      // The shift as each runs it: softmax's max, logsumexp's finite_or_zero(max) (0 for a column
+      // of -inf).
+      CHECK(p.lines[0].what.find("exp(sub(x0, max(x0)))") != std::string::npos);
+      CHECK(fuse::plan(exec, fuse::logsumexp(x, fuse::axis<0>)).lines[0].what.find("exp(sub(x0, finite_or_zero(max(x0))))") != std::string::npos);
       for (index_t j = 0; j < n; ++j) {
         CAPTURE(j);
         const auto col = column_of(x, j);

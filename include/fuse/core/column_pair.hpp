@@ -96,6 +96,8 @@ struct column_pair<reduce_expr<sum_op, M, true, map_expr<F, map_expr<fn::sub, A,
     }
   }();
   using inner_type = typename shift::inner_type;
+  // Is the shift logsumexp's finite_or_zero(max) rather than the max itself? (The plan's text.)
+  static constexpr bool finite_shift = !std::is_same_v<S, inner_type>;
   static const A& operand(const self& e) { return get<0>(get<0>(e.child.args).args); }
   static const inner_type& inner(const self& e) { return shift::inner(get<1>(get<0>(e.child.args).args)); }
 };
