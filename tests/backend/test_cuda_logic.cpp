@@ -173,8 +173,7 @@ void simulate_split(const It& it, int parts) {
     write_slot(slots[P::slot], P::op::template finalize<typename P::result_type>(t, p.count));
     auto ev = it.eval;
     ev.bind(slots);
-    unflatten(o, it.shape, 0, it.inner_first, idx);
-    for (std::size_t d = it.inner_first; d < R; ++d) idx[d] = 0;
+    for (std::size_t d = it.inner_first; d < R; ++d) idx[d] = 0;  // (reduce_share moved only these)
     ev.seek(idx);
     it.out[row_offset<R>(it.out_stride, idx)] = static_cast<T>(ev.template at<false>(0));
   }

@@ -45,6 +45,7 @@ struct column_pair {
 template <class Op, std::uint32_t M, class A>
 struct column_pair<reduce_expr<Op, M, true, map_expr<fn::square, map_expr<fn::sub, A, reduce_expr<mean_op, M, true, A>>>>> {
   static constexpr column_pair_kind kind = column_pair_kind::moments;
+  static constexpr bool finite_shift = false;  // (see the softmax kind's)
   using inner_type = reduce_expr<mean_op, M, true, A>;
   using self = reduce_expr<Op, M, true, map_expr<fn::square, map_expr<fn::sub, A, inner_type>>>;
   static constexpr bool value = std::is_base_of_v<mean_op, Op> && A::rank >= 2 && !((M >> (A::rank - 1)) & 1u) &&

@@ -397,14 +397,10 @@ std::string emit_column_pair(const E& e, plan_builder& p) {
     if constexpr (moments) return fn::square::flops;
     else return P::exp_fn::flops;
   }();
-  constexpr bool finite_shift = [] {
-    if constexpr (moments) return false;
-    else return P::finite_shift;
-  }();
   g.flops += index_t(Inner::op::flops + fn::sub::flops + fn_flops + E::op::flops) * shape_size(a.shape());
-  if constexpr (finite_shift) g.flops += index_t(fn::finite_or_zero::flops) * shape_size(e.shape());  // once a column
+  if constexpr (P::finite_shift) g.flops += index_t(fn::finite_or_zero::flops) * shape_size(e.shape());  // once a column
   const std::string inner = Inner::op::name, outer = E::op::name;
-  const std::string shift = finite_shift ? std::string(fn::finite_or_zero::name) + "(" + inner + "(" + x + "))" : inner + "(" + x + ")";
+  const std::string shift = P::finite_shift ? std::string(fn::finite_or_zero::name) + "(" + inner + "(" + x + "))" : inner + "(" + x + ")";
   kernel_report k;
   k.what = "column kernel, 2 phases [" + inner + ", " + outer + "]: " + outer + (moments ? "(square(sub(" : "(exp(sub(") + x + ", " +
            shift + ")))";

@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <type_traits>
 
-#include "fuse/backend/cuda/row_threads.hpp"
 #include "fuse/config.hpp"
 #include "fuse/core/row_iteration.hpp"
 
@@ -15,6 +14,16 @@ namespace fuse::detail {
 
 // Elements a thread takes per trip (reduce_share, write_share).
 inline constexpr int share_unroll = 4;
+// As the CPU (docs/design.md §4): no float accumulator takes more than this many additions in a
+// row; then it moves into the (double) total (move_into_total). A no-op for max/min and integer
+// sums.
+inline constexpr int share_chain_adds = 16;
+
+template <class Op, class Total, class Acc>
+FUSE_HOST_DEVICE FUSE_INLINE void move_into_total(Total& total, Acc& part) {
+  total = Op::combine(total, static_cast<Total>(part));
+  part = Op::template identity<Acc>();
+}
 
 // f(i, moved) for this thread's elements first, first + step, ... < count of a row made of several
 // runs (row axes that do not merge: an NCHW batch norm's N runs of H * W), i the element's place
@@ -67,15 +76,10 @@ FUSE_HOST_DEVICE FUSE_INLINE Total reduce_share(const It& it, Phase& p, index_t*
       for (int u = 0; u < share_unroll; ++u) v[u] = static_cast<Acc>(p.child.template at<Unit>(r + u * step));
       FUSE_UNROLL
       for (int u = 0; u < share_unroll; ++u) part[u] = Op::combine(part[u], v[u]);
-      // As the CPU (docs/design.md §4): no float accumulator takes more than 16 additions in a
-      // row; the parts move into the (double) total. A no-op for max/min and integer sums.
-      if (++trips == 16) {
+      if (++trips == share_chain_adds) {
         trips = 0;
         FUSE_UNROLL
-        for (int u = 0; u < share_unroll; ++u) {
-          total = Op::combine(total, static_cast<Total>(part[u]));
-          part[u] = Op::template identity<Acc>();
-        }
+        for (int u = 0; u < share_unroll; ++u) move_into_total<Op>(total, part[u]);
       }
     }
     for (; r < count; r += step) part[0] = Op::combine(part[0], static_cast<Acc>(p.child.template at<Unit>(r)));
@@ -86,11 +90,7 @@ FUSE_HOST_DEVICE FUSE_INLINE Total reduce_share(const It& it, Phase& p, index_t*
     for_each_in_runs(it, idx, first, step, count, [&](index_t i, bool moved) {
       if (moved) p.child.seek(idx);
       acc = Op::combine(acc, static_cast<Acc>(p.child.template at<Unit>(i)));
-      if (++adds == 16) {  // as above: at most 16 additions into a float accumulator
-        adds = 0;
-        total = Op::combine(total, static_cast<Total>(acc));
-        acc = Op::template identity<Acc>();
-      }
+      if (++adds == share_chain_adds) adds = 0, move_into_total<Op>(total, acc);
     });
   }
   return Op::combine(total, static_cast<Total>(acc));
