@@ -23,17 +23,6 @@ inline constexpr bool is_eager_v = false;
 template <class X>
 inline constexpr bool is_eager_v<eager<X>> = true;
 
-template <memory_space S>
-struct allocator_for;
-template <>
-struct allocator_for<memory_space::host> {
-  using type = host_allocator;
-};
-template <>
-struct allocator_for<memory_space::any> {
-  using type = host_allocator;
-};
-
 template <class Exec, class D, class E>
 void assign_fused(const Exec& exec, D&& d, const E& e);
 

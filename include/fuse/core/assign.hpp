@@ -78,7 +78,7 @@ void run_fallback_reduction_of(const Exec& exec, Arena& arena, const destination
 template <class Exec, class T, std::size_t R>
 using tensor_for = basic_tensor<T, R, typename allocator_for<Exec::space>::type>;
 template <class Exec>
-using computed_for = computed_reductions<typename allocator_for<Exec::space>::type>;
+using computed_for = computed_reductions<arena_t<Exec>>;
 
 template <class Exec, class D, class E>
 void assign_fused_with(const Exec& exec, D&& d, const E& e, computed_for<Exec>* computed);
@@ -238,9 +238,10 @@ void assign_fused_as_is(const Exec& exec, D&& d, const E& e, computed_for<Exec>*
   auto dst = destination_of(d);
   if (checked_empty(dst, e)) return;
   auto via_temporary = [&] {
-    tensor_for<Exec, typename E::value_type, E::rank> tmp(e.shape());
+    arena_t<Exec> arena(exec);
+    auto tmp = arena.template make<typename E::value_type>(e.shape());
     assign_fused_with(exec, tmp, e, computed);
-    assign_fused(exec, d, tmp.view());
+    assign_fused(exec, d, tmp);
   };
   constexpr std::size_t dst_rank = std::tuple_size_v<decltype(dst.shape)>;
   if constexpr (is_squeezed_v<E>) {
@@ -266,7 +267,7 @@ void assign_fused_as_is(const Exec& exec, D&& d, const E& e, computed_for<Exec>*
   } else {
     using group = group_of<E>;
     constexpr std::size_t R = group::rank;
-    computed_for<Exec> own;
+    computed_for<Exec> own(exec);
     computed_for<Exec>& table = computed ? *computed : own;
     if constexpr (std::is_same_v<Exec, cpu> && column_pair_v<E>) {
       if (run_column_pair(exec, table, dst, e)) return;
@@ -295,7 +296,7 @@ void assign_fused_as_is(const Exec& exec, D&& d, const E& e, computed_for<Exec>*
     } else {
       // Run-time shapes break the group: every reduction below the root becomes its own kernel.
       // (A table of its own: g is a local expression, whose nodes the outer table must not keep.)
-      computed_for<Exec> fallback;
+      computed_for<Exec> fallback(exec);
       const auto split = split_group<R, group::mask, true>(exec, fallback, g);
       using S = std::remove_cvref_t<decltype(split)>;
       if constexpr (reduction_count_v<S> == 0) {
@@ -335,7 +336,7 @@ void assign(const Exec& exec, D&& y, E&& e) {
   auto held = detail::hold_operand(std::forward<E>(e));
   if constexpr (detail::is_eager_v<Exec>) {
     if (detail::checked_empty(detail::destination_of(y), held)) return;  // before any node runs
-    detail::pool_arena<typename detail::allocator_for<Exec::space>::type> arena;
+    detail::arena_t<std::remove_cvref_t<decltype(exec.exec)>> arena(exec.exec);
     detail::assign_fused(exec.exec, y, detail::with_materialised_children(exec.exec, arena, held));
   } else {
     detail::assign_fused(exec, y, held);

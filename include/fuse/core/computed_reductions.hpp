@@ -15,13 +15,16 @@
 
 namespace fuse::detail {
 
-template <class Alloc>
+template <class Arena>
 class computed_reductions {
  public:
   template <class T, std::size_t R>
-  using result_view = basic_view<T, dextents<R>, false, Alloc::space>;
+  using result_view = basic_view<T, dextents<R>, false, Arena::space>;
 
-  pool_arena<Alloc> arena;  // the assignment's temporaries: they live as long as the table
+  Arena arena;  // the assignment's temporaries (core/pool.hpp arena_for): they live as long as the table
+
+  template <class Exec>
+  explicit computed_reductions(const Exec& exec) : arena(exec) {}
 
   // The result of a reduction equal to a, computed before, if any. (A view is never rebound by
   // `=`, so it comes in an optional.)

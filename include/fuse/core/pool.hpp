@@ -100,7 +100,10 @@ class buffer_pool {
 template <class Alloc>
 class pool_arena {
  public:
+  static constexpr memory_space space = Alloc::space;
   pool_arena() = default;
+  template <class Exec>
+  explicit pool_arena(const Exec&) {}  // an executor of host memory: nothing to wait for
   pool_arena(const pool_arena&) = delete;
   ~pool_arena() {
     if (!pool_) return;  // only empty blocks (no pool was needed)
@@ -119,5 +122,26 @@ class pool_arena {
   std::vector<typename buffer_pool<Alloc>::block> blocks_;
   buffer_pool<Alloc>* pool_ = nullptr;
 };
+
+// The allocator of memory space S (device memory: backend/cuda/memory.hpp).
+template <memory_space S>
+struct allocator_for;
+template <>
+struct allocator_for<memory_space::host> {
+  using type = host_allocator;
+};
+template <>
+struct allocator_for<memory_space::any> {
+  using type = host_allocator;
+};
+
+// The temporaries of one assignment on executor Exec (constructed from it): blocks of the caching
+// pool of Exec's memory; fuse::cuda takes stream-ordered ones instead (backend/cuda/memory.hpp).
+template <class Exec>
+struct arena_for {
+  using type = pool_arena<typename allocator_for<Exec::space>::type>;
+};
+template <class Exec>
+using arena_t = typename arena_for<Exec>::type;
 
 }  // namespace fuse::detail

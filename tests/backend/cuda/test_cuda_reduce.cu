@@ -227,3 +227,55 @@ TEST_CASE("cuda: layouts the other cases miss: a block per row of runs, split st
   }
   REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
 }
+
+TEST_CASE("cuda: device temporaries follow their stream: eager and split reductions on two streams, and a CUDA graph") {
+  // Eager temporaries and split-reduction partials are freed on their stream when assign returns,
+  // while the kernels still run: another stream must not receive a block still in use, and
+  // nothing may wait on the host, so that the assignments can be captured into a graph.
+  cudaStream_t s1 = nullptr, s2 = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking) == cudaSuccess);
+  REQUIRE(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking) == cudaSuccess);
+  const long n = (1 << 23) + 5;
+  auto hx = random_host<1>({n}, 31), hw = random_host<1>({n}, 32);
+  fuse::device_tensor<float, 1> x(n), w(n), y1(n), y2(n);
+  fuse::device_tensor<float, 2> r1(2, 1), r2(2, 1);
+  fuse::copy(x, hx), fuse::copy(w, hw);
+  auto f1 = [](const auto& x, const auto& w) { return fuse::exp(fuse::tanh(x * 0.5f + w) - w * 0.25f) * x; };
+  auto f2 = [](const auto& x, const auto& w) { return fuse::sigmoid(w * 3.f - x) + x * w; };
+  // Two rows of n / 2: a root reduction over too few rows to fill the GPU, split across blocks.
+  auto squares = [](const auto& x) { auto v = fuse::reshape(fuse::slice<0>(x, 0, n - 1), 2, (n - 1) / 2); return fuse::sum(v * v, fuse::axis<-1>); };
+  auto check = [&] {
+    REQUIRE(cudaStreamSynchronize(s1) == cudaSuccess);
+    REQUIRE(cudaStreamSynchronize(s2) == cudaSuccess);
+    require_close(host_of(y1), fuse::eval(f1(hx, hw)), 1e-5, 1e-6);
+    require_close(host_of(y2), fuse::eval(f2(hx, hw)), 1e-5, 1e-6);
+    require_close(host_of(r1), fuse::eval(squares(hx)), 1e-6, 0);
+    require_close(host_of(r2), fuse::eval(squares(hw)), 1e-6, 0);
+  };
+  for (int k = 0; k < 3; ++k) {
+    fuse::assign(fuse::eager(fuse::cuda{s1}), y1, f1(x, w));
+    fuse::assign(fuse::cuda{s1}, r1, squares(x));
+    fuse::assign(fuse::eager(fuse::cuda{s2}), y2, f2(x, w));
+    fuse::assign(fuse::cuda{s2}, r2, squares(w));
+  }
+  check();
+  // The same on s1, captured once and replayed twice (the pool exists: it was made above).
+  fuse::assign(fuse::cuda{s1}, y1, fuse::full(y1.shape(), 0.f)), fuse::assign(fuse::cuda{s1}, r1, fuse::full(r1.shape(), 0.f));
+  fuse::assign(fuse::cuda{s2}, y2, fuse::full(y2.shape(), 0.f)), fuse::assign(fuse::cuda{s2}, r2, fuse::full(r2.shape(), 0.f));
+  REQUIRE(cudaStreamSynchronize(s2) == cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t replay = nullptr;
+  REQUIRE(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal) == cudaSuccess);
+  fuse::assign(fuse::eager(fuse::cuda{s1}), y1, f1(x, w));
+  fuse::assign(fuse::cuda{s1}, r1, squares(x));
+  fuse::assign(fuse::eager(fuse::cuda{s1}), y2, f2(x, w));
+  fuse::assign(fuse::cuda{s1}, r2, squares(w));
+  REQUIRE(cudaStreamEndCapture(s1, &graph) == cudaSuccess);
+  REQUIRE(cudaGraphInstantiate(&replay, graph, 0) == cudaSuccess);
+  for (int k = 0; k < 2; ++k) REQUIRE(cudaGraphLaunch(replay, s1) == cudaSuccess);
+  check();
+  REQUIRE(cudaGraphExecDestroy(replay) == cudaSuccess);
+  REQUIRE(cudaGraphDestroy(graph) == cudaSuccess);
+  REQUIRE(cudaStreamDestroy(s1) == cudaSuccess);
+  REQUIRE(cudaStreamDestroy(s2) == cudaSuccess);
+}

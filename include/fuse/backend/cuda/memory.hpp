@@ -2,7 +2,13 @@
 // memory spaces.
 #pragma once
 
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <vector>
+
 #include "fuse/backend/cuda/error.hpp"
+#include "fuse/backend/cuda/executor.hpp"
 #include "fuse/core/assign.hpp"
 #include "fuse/core/pool.hpp"
 
@@ -30,6 +36,70 @@ struct device_allocator {
 template <>
 struct allocator_for<memory_space::device> {
   using type = device_allocator;
+};
+
+// fuse's stream-ordered memory pool on the current device, made on first use; null where the
+// device has none. Its idle memory is kept up to FUSE_POOL_CACHE_BYTES (the release threshold: the
+// default pool's 0 hands it back at every synchronisation, and an eager benchmark would map fresh
+// memory each run). Never destroyed: the driver frees it with the context.
+inline cudaMemPool_t stream_ordered_pool() {
+  static std::mutex m;
+  static std::map<int, cudaMemPool_t> pools;
+  const int device = current_device();
+  std::lock_guard lock(m);
+  if (auto it = pools.find(device); it != pools.end()) return it->second;
+  int supported = 0;
+  cuda_check(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device), "cuda: memory pool attribute");
+  cudaMemPool_t pool = nullptr;
+  if (supported) {
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    cuda_check(cudaMemPoolCreate(&pool, &props), "cuda: cudaMemPoolCreate");
+    std::uint64_t keep = FUSE_POOL_CACHE_BYTES;  // (the attribute is a cuuint64_t)
+    cuda_check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "cuda: memory pool threshold");
+  }
+  pools.emplace(device, pool);
+  return pool;
+}
+
+// The device temporaries of one assignment on fuse::cuda{stream} (eager nodes, groups computed
+// first, split-reduction partials, in-place copies): allocated on the stream and freed on it when
+// the assignment returns, in stream order. Work on another stream never receives a block still in
+// use (the pool orders reuse after the free), nothing waits on the host, and under CUDA-graph
+// capture they become the graph's allocation and free nodes. Without memory pools: cudaMalloc and
+// cudaFree (which waits for the device).
+class stream_arena {
+ public:
+  static constexpr memory_space space = memory_space::device;
+  explicit stream_arena(const cuda& exec) : stream_(exec.stream) {}
+  stream_arena(const stream_arena&) = delete;
+  ~stream_arena() {
+    for (void* p : blocks_) (void)(pool_ ? cudaFreeAsync(p, stream_) : cudaFree(p));
+  }
+  template <class T, std::size_t R>
+  basic_view<T, dextents<R>, false, memory_space::device> make(const shape_t<R>& shape) {
+    const std::size_t bytes = checked_bytes(shape, sizeof(T));
+    void* p = nullptr;
+    if (bytes) {
+      if (blocks_.empty()) pool_ = stream_ordered_pool();  // (the device is the stream's: current)
+      if (pool_) cuda_check(cudaMallocFromPoolAsync(&p, bytes, pool_, stream_), "cuda: temporary (cudaMallocFromPoolAsync)");
+      else cuda_check(cudaMalloc(&p, bytes), "cuda: temporary (cudaMalloc)");
+      blocks_.push_back(p);
+    }
+    return basic_view<T, dextents<R>, false, memory_space::device>(static_cast<T*>(p), extents_from_shape<R, dextents<R>>(shape));
+  }
+
+ private:
+  cudaStream_t stream_;
+  cudaMemPool_t pool_ = nullptr;
+  std::vector<void*> blocks_;
+};
+
+template <>
+struct arena_for<cuda> {
+  using type = stream_arena;
 };
 }  // namespace detail
 

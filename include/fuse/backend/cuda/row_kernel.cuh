@@ -15,10 +15,10 @@
 #include <cub/warp/warp_reduce.cuh>
 
 #include "fuse/backend/cuda/executor.hpp"
+#include "fuse/backend/cuda/memory.hpp"
 #include "fuse/backend/cuda/row_registers.hpp"
 #include "fuse/backend/cuda/row_share.hpp"
 #include "fuse/backend/cuda/row_threads.hpp"
-#include "fuse/core/pool.hpp"
 #include "fuse/core/row_iteration.hpp"
 
 namespace fuse::detail {
@@ -316,7 +316,7 @@ void run(const cuda& exec, const row_iteration<T, R, Ev, Ph>& it) {
       using P = std::remove_cvref_t<decltype(get<0>(it.phases))>;
       using Total = typename P::op::template total_t<typename P::acc_type>;
       const int per_row = split_parts(rows, count, sms);
-      pool_arena<device_allocator> arena;
+      stream_arena arena(exec);
       auto partial = arena.template make<Total>(shape_t<1>{rows * per_row});
       const unsigned blocks = static_cast<unsigned>(rows * per_row);
       if (it.unit) split_reduce_kernel<true><<<blocks, row_block, 0, exec.stream>>>(it, partial.data(), per_row);
@@ -324,11 +324,7 @@ void run(const cuda& exec, const row_iteration<T, R, Ev, Ph>& it) {
       cuda_check(cudaGetLastError(), "cuda: split reduction launch");
       split_finish_kernel<<<static_cast<unsigned>((rows + 127) / 128), 128, 0, exec.stream>>>(it, partial.data(), per_row);
       cuda_check(cudaGetLastError(), "cuda: split reduction finish");
-      // The arena returns `partial` to the pool when this scope ends, and the pool may hand it to
-      // work on another stream next: wait for the two kernels first. (It also makes the split
-      // reduction unusable under CUDA-graph capture: a known limit.)
-      cuda_check(cudaStreamSynchronize(exec.stream), "cuda: split reduction");
-      return;
+      return;  // `partial` is freed on the stream, after the two kernels
     }
   }
   if constexpr (!std::is_void_v<row_source_t<It>>) {
