@@ -1,7 +1,7 @@
-// fuse/core/pool.hpp - a caching allocator for temporaries (eager mode; also the groups a fused
-// assignment computes first, and CUDA's split-reduction partials), as a framework keeps one:
-// freed blocks are kept by size and handed out again, so repeated runs do not page-fault; the idle
-// blocks it keeps are bounded.
+// fuse/core/pool.hpp - a caching allocator for host temporaries (eager mode; also the groups a
+// fused assignment computes first, and in-place copies), as a framework keeps one: freed blocks
+// are kept by size and handed out again, so repeated runs do not page-fault; the idle blocks it
+// keeps are bounded. fuse::cuda's temporaries are stream-ordered instead (arena_for below).
 #pragma once
 
 #include <cstdint>
@@ -29,8 +29,8 @@ class buffer_pool {
     void* p = nullptr;
     std::size_t bytes = 0;  // the block's own size, at least what was asked for
   };
-  // One pool per device for device memory (Alloc::current_device): a block made on one GPU must
-  // not serve a kernel on another.
+  // One pool per device for an allocator of device memory (Alloc::current_device): a block made
+  // on one GPU must not serve a kernel on another.
   static buffer_pool& instance() {
     if constexpr (requires { Alloc::current_device(); }) {
       static std::mutex m;
