@@ -38,8 +38,17 @@ bool plain_rows_written(const It& it) {
 // Does the epilogue stream the n elements at row (a row, or a range of one)? Rows of at least
 // short_stream_bytes do. Shorter ones (Zen 4, 2 threads, 64 MiB, GB/s; docs/performance.md, "Short
 // rows off a line"):
-// - not under a chunk: write_streaming would store them all the same, its unaligned head element
-//   by element (softmax over [1048576, 8] on 2 threads, Zen 3: 2.7-2.8 -> 3.4 GB/s without);
+// - not under three chunks (384 bytes), nor of a length that is not a multiple of a 64-byte line.
+//   Under a chunk, write_streaming would store them all the same, its unaligned head element by
+//   element (softmax over [1048576, 8] on 2 threads, Zen 3: 2.7-2.8 -> 3.4 GB/s without). Rows of
+//   one or two chunks, or with a line's tail stored beside one chunk, ran slower streamed; rows of
+//   another length start on a line only every second or fourth row, and streaming those alone,
+//   among stored ones, was slower than storing all (2026-12-06, Zen 4, 2 threads, 64 MiB on a
+//   line, medians of 5 alternating runs, before -> after, rows of 32 / 48 / 64 / 136 / 200 floats:
+//   rms_norm 13.5 / 10.6 / 19.0 / 12.8 / 14.2 -> 22.7 / 20.7 / 19.9 / 13.7 / 18.5, layer_norm
+//   8.6 / 10.6 / 13.0 / 16.5 / 19.9 -> 9.5 / 15.3 / 21.9 / 19.7 / 22.1; rows of 96, 128, 160 and
+//   240 floats still stream: rms_norm 36-38 / 40-43 / 42-44 / 31-36 streamed, 27-33 / 36-41 /
+//   34-38 / 31-37 stored);
 // - not off a line (a std::vector's memory is 16 bytes off): the head, up to 15 elements one at a
 //   time, and the tail beside the streamed lines cost more than streaming saves. Rows of 32 / 64 /
 //   128 floats: rms_norm 13.9 / 13.3 / 25.6 -> 19.4 / 26.5 / 36.9, softmax 10.0 / 11.1 / 15.4 ->
@@ -48,8 +57,8 @@ bool plain_rows_written(const It& it) {
 //   epilogue as written: an exp is 10; softmax 23, log_softmax 13, layer_norm 6, rms_norm 3):
 //   there ordinary stores were faster on a line too. Rows of 32 / 64 / 128 floats, streamed /
 //   stored: softmax 11.7 / 17.2 / 20-24 against 14.7 / 22 / 28-31, log_softmax 10.4 / 15.9 / 22
-//   against 12.5 / 19.5 / 27.5; while layer_norm at 64 / 128 ran 20 / 26 streamed against 16.5 /
-//   20 (rms_norm: 20 / 32 / 42 against 24.5 / 33-37 / 36.5, a loss at 32 kept for the rule's sake).
+//   against 12.5 / 19.5 / 27.5; while layer_norm and rms_norm over rows of 128 ran faster
+//   streamed (26 against 20, 42 against 36.5).
 // (-DFUSE_SHORT_STREAM_MAX_FLOPS=n overrides the flops; the differential tests set it high, so
 // that short rows on a line stream whatever they compute.)
 inline constexpr index_t short_stream_bytes = 1024;
@@ -71,7 +80,7 @@ FUSE_INLINE bool streams_row(const T* row, index_t n) {
   const index_t bytes = n * index_t(sizeof(T));
   if (bytes >= short_stream_bytes) return true;
   if constexpr (row_flops<It>() >= short_stream_max_flops) return false;
-  return bytes >= stream_chunk_bytes && reinterpret_cast<std::uintptr_t>(row) % 64 == 0;
+  return bytes >= 3 * stream_chunk_bytes && bytes % 64 == 0 && reinterpret_cast<std::uintptr_t>(row) % 64 == 0;
 }
 
 // write_row of a row for which plain_rows_written holds, inline (see reduce_plain_row). (Its
