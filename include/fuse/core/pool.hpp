@@ -11,9 +11,10 @@
 
 #include "fuse/core/tensor.hpp"
 
-// Idle bytes each pool (host, device) keeps at most (FUSE_POOL_CACHE_BYTES; default 1 GiB; set it
-// alike in every translation unit of a program): beyond it the oldest idle blocks go back to the
-// allocator, and a block larger than the bound is never kept (0 turns caching off). Without a
+// Idle bytes a pool keeps at most (FUSE_POOL_CACHE_BYTES; default 1 GiB; set it alike in every
+// translation unit of a program): beyond it the oldest idle blocks go back to the allocator, and a
+// block larger than the bound is never kept (0 turns caching off). (fuse::cuda's stream-ordered
+// pool takes it as its release threshold: backend/cuda/memory.hpp.) Without a
 // bound, eager runs over ever new sizes (varying batch or sequence lengths) grew the process by
 // every size seen (1.6 GB after 200 sizes of 8 MB; a probe, 2026-12-02).
 #ifndef FUSE_POOL_CACHE_BYTES
@@ -103,6 +104,7 @@ class pool_arena {
   static constexpr memory_space space = Alloc::space;
   pool_arena() = default;
   template <class Exec>
+    requires(Exec::space != memory_space::device)
   explicit pool_arena(const Exec&) {}  // an executor of host memory: nothing to wait for
   pool_arena(const pool_arena&) = delete;
   ~pool_arena() {
@@ -139,6 +141,8 @@ struct allocator_for<memory_space::any> {
 // pool of Exec's memory; fuse::cuda takes stream-ordered ones instead (backend/cuda/memory.hpp).
 template <class Exec>
 struct arena_for {
+  static_assert(Exec::space != memory_space::device,
+                "fuse: an executor of device memory needs an arena_for of its own (stream-ordered temporaries)");
   using type = pool_arena<typename allocator_for<Exec::space>::type>;
 };
 template <class Exec>

@@ -252,13 +252,28 @@ TEST_CASE("cuda: device temporaries follow their stream: eager and split reducti
     require_close(host_of(r1), fuse::eval(squares(hx)), 1e-6, 0);
     require_close(host_of(r2), fuse::eval(squares(hw)), 1e-6, 0);
   };
+  // The eager assignments back to back: f2's on s2 are queued while f1's on s1 still run (a
+  // split reduction in between waited for its stream before).
   for (int k = 0; k < 3; ++k) {
     fuse::assign(fuse::eager(fuse::cuda{s1}), y1, f1(x, w));
-    fuse::assign(fuse::cuda{s1}, r1, squares(x));
     fuse::assign(fuse::eager(fuse::cuda{s2}), y2, f2(x, w));
+    fuse::assign(fuse::cuda{s1}, r1, squares(x));
     fuse::assign(fuse::cuda{s2}, r2, squares(w));
   }
   check();
+  // In place through a temporary (the destination read transposed), on both streams at once.
+  {
+    const long m = 2049;
+    auto hz = random_host<2>({m, m}, 33);
+    fuse::device_tensor<float, 2> z1(m, m), z2(m, m);
+    fuse::copy(z1, hz), fuse::copy(z2, hz);
+    fuse::assign(fuse::cuda{s1}, z1, fuse::transpose(z1) + 1.f);
+    fuse::assign(fuse::cuda{s2}, z2, fuse::transpose(z2) * 2.f);
+    REQUIRE(cudaStreamSynchronize(s1) == cudaSuccess);
+    REQUIRE(cudaStreamSynchronize(s2) == cudaSuccess);
+    require_close(host_of(z1), fuse::eval(fuse::transpose(hz) + 1.f), 0, 0);
+    require_close(host_of(z2), fuse::eval(fuse::transpose(hz) * 2.f), 0, 0);
+  }
   // The same on s1, captured once and replayed twice (the pool exists: it was made above).
   fuse::assign(fuse::cuda{s1}, y1, fuse::full(y1.shape(), 0.f)), fuse::assign(fuse::cuda{s1}, r1, fuse::full(r1.shape(), 0.f));
   fuse::assign(fuse::cuda{s2}, y2, fuse::full(y2.shape(), 0.f)), fuse::assign(fuse::cuda{s2}, r2, fuse::full(r2.shape(), 0.f));
@@ -266,10 +281,17 @@ TEST_CASE("cuda: device temporaries follow their stream: eager and split reducti
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t replay = nullptr;
   REQUIRE(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal) == cudaSuccess);
-  fuse::assign(fuse::eager(fuse::cuda{s1}), y1, f1(x, w));
-  fuse::assign(fuse::cuda{s1}, r1, squares(x));
-  fuse::assign(fuse::eager(fuse::cuda{s1}), y2, f2(x, w));
-  fuse::assign(fuse::cuda{s1}, r2, squares(w));
+  try {
+    fuse::assign(fuse::eager(fuse::cuda{s1}), y1, f1(x, w));
+    fuse::assign(fuse::cuda{s1}, r1, squares(x));
+    fuse::assign(fuse::eager(fuse::cuda{s1}), y2, f2(x, w));
+    fuse::assign(fuse::cuda{s1}, r2, squares(w));
+  } catch (...) {
+    // End the capture, or every later CUDA call of this program fails with it.
+    (void)cudaStreamEndCapture(s1, &graph);
+    if (graph) (void)cudaGraphDestroy(graph);
+    throw;
+  }
   REQUIRE(cudaStreamEndCapture(s1, &graph) == cudaSuccess);
   REQUIRE(cudaGraphInstantiate(&replay, graph, 0) == cudaSuccess);
   for (int k = 0; k < 2; ++k) REQUIRE(cudaGraphLaunch(replay, s1) == cudaSuccess);

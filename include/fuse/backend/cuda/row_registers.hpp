@@ -67,11 +67,12 @@ using row_source_t = typename first_load<std::remove_cvref_t<decltype(get<0>(std
 // *p, or v where `keep`: one predicated load instruction. Written as `keep ? v : *p`, the load
 // was a branch of its own per slot, and the compiler gathered the 32 slots' loads into one
 // region whose values stayed live (spills in the softmax kernel: 16-20 -> 156 bytes).
-// Neither volatile nor with a "memory" clobber, so the compiler may merge or move it like a plain
-// load, but not across a store of its own result. That is safe: a thread stores an element only
-// after every load of that element (a destination read in place is read at the element it writes;
-// other overlaps go through a temporary), and a clobber would keep the epilogue's loads of gamma /
-// beta behind the previous element's store, a load latency per element.
+// Neither volatile nor with a "memory" clobber: the compiler takes it for a computation that reads
+// no memory, free to move across any store or barrier (only the stores that use its result come
+// after it). That is safe here: a kernel reads no element that it or another thread of it writes
+// before the read, since a destination read in place is read at the element it writes, only by
+// the thread that writes it, and other overlaps go through a temporary. A clobber would keep the
+// epilogue's loads of gamma / beta behind the previous element's store, a latency per element.
 template <class T>
 __device__ FUSE_INLINE T load_unless(bool keep, T v, const T* p) {
   static_assert(sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8);
