@@ -150,7 +150,7 @@ inline double apply(op k, double a, double b = 0, double c = 0) {
     case op::erf: return std::erf(a);
     case op::relu: return a != a ? a : std::max(a, 0.0);
     case op::gelu: return 0.5 * a * (1 + std::tanh(0.7978845608028654 * (a + 0.044715 * a * a * a)));
-    case op::gelu_erf: return 0.5 * a * (1 + std::erf(a / std::sqrt(2.0)));
+    case op::gelu_erf: return 0.5 * a * std::erfc(-a / std::sqrt(2.0));  // (1 + erf cancels for negative a)
     case op::silu: return a / (1 + std::exp(-a));
     case op::softplus: return std::log1p(std::exp(-std::fabs(a))) + std::max(a, 0.0);
     case op::exp_clamped: return std::exp(a != a ? a : std::clamp(a, -5.0, 5.0));

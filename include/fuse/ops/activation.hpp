@@ -15,8 +15,9 @@ FUSE_FLOAT_FN(softplus, 24, (x > T(0) ? x : T(0)) + math::log1p(math::exp_nonpos
 // x * sigmoid(2u) (the same function: 0.5 (1 + tanh(u)) = sigmoid(2u)), one exp and one division
 // instead of tanh's exp, division and small-argument polynomial: 1.3x faster here.
 FUSE_FLOAT_FN(gelu, 16, x * math::sigmoid(T(1.5957691216057308) * (x + T(0.044715) * x * x * x)))
-// exact: 0.5 x (1 + erf(x / sqrt(2))).
-FUSE_FLOAT_FN(gelu_erf, 18, T(0.5) * x * (T(1) + math::erf(x * T(0.7071067811865476))))
+// exact: 0.5 x (1 + erf(x / sqrt(2))), computed as 0.5 x erfc(-x / sqrt 2): for negative x the
+// first form cancels (-0 at x = -6, where the value is -5.9e-9), the second keeps a few ulp.
+FUSE_FLOAT_FN(gelu_erf, 18, math::gelu_erf(x))
 #undef FUSE_FLOAT_FN
 
 // max(x, 0) keeping the type; NaN propagates as np.maximum (x <= 0 is false for NaN), -0 gives +0.
