@@ -75,12 +75,22 @@ constexpr int row_flops() {
     return (flops_of<decltype(It::eval)>::value + ... + flops_of<phase_child_t<Phases, K>>::value);
   }(std::make_index_sequence<Phases::size>{});
 }
+// pitch: the distance between this row and the next in bytes (0 for one row). A short row streams
+// only if the next starts on a line too: a padded destination's rows (128 floats 136 apart)
+// alternate on and off a line whatever their length.
 template <class It, class T>
-FUSE_INLINE bool streams_row(const T* row, index_t n) {
+FUSE_INLINE bool streams_row(const T* row, index_t n, index_t pitch) {
   const index_t bytes = n * index_t(sizeof(T));
   if (bytes >= short_stream_bytes) return true;
   if constexpr (row_flops<It>() >= short_stream_max_flops) return false;
-  return bytes >= 3 * stream_chunk_bytes && bytes % 64 == 0 && reinterpret_cast<std::uintptr_t>(row) % 64 == 0;
+  return bytes >= 3 * stream_chunk_bytes && bytes % 64 == 0 && pitch % 64 == 0 && reinterpret_cast<std::uintptr_t>(row) % 64 == 0;
+}
+// The pitch of the rows (or sub-rows) that It writes, for streams_row.
+template <class It>
+index_t row_pitch_bytes(const It& it) {
+  using T = std::remove_pointer_t<decltype(it.out)>;
+  if constexpr (It::rank >= 2) return it.out_stride[It::rank - 2] * index_t(sizeof(T));
+  else return 0;
 }
 
 // write_row of a row for which plain_rows_written holds, inline (see reduce_plain_row). (Its
@@ -98,7 +108,7 @@ FUSE_INLINE void write_plain_row(const It& it, const Ev& ev, const index_t* idx,
   seek_row(e, idx, copies);
   T* row = it.out + row_offset<R>(it.out_stride, idx);
   if constexpr (can_stream_v<T>) {
-    if (stream && streams_row<It>(row, n)) {
+    if (stream && streams_row<It>(row, n, row_pitch_bytes(it))) {
       pf.seek(idx);
       write_streaming(row, e, 0, n, pf);
       return;
@@ -136,7 +146,7 @@ void write_row(const It& it, Ev& ev, index_t* idx, index_t begin, index_t end, b
     T* row = it.out + row_offset<R>(it.out_stride, idx);
     if constexpr (Unit) {
       if constexpr (can_stream_v<T>) {
-        if (stream && streams_row<It>(row + begin, end - begin)) {
+        if (stream && streams_row<It>(row + begin, end - begin, row_pitch_bytes(it))) {
           pf.seek(idx);
           write_streaming(row, e, begin, end, pf);
           continue;
