@@ -13,6 +13,7 @@
 #include "fuse/backend/cuda/row_threads.hpp"
 
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -146,18 +147,20 @@ int rereading_rows = 0;  // row iterations simulated through the re-reading kern
 int split_rows = 0;      // ... through the split reduction
 int cluster_rows = 0;    // ... with a cluster per row
 int rereading_block_rows = 0;  // ... with a block per row
+int column_rows = 0;     // ... through the column reduction (a thread per row)
 
-// row_kernel.cuh's split_reduce_kernel and split_finish_kernel on the CPU: each row's `parts`
-// blocks take every parts * row_block-th element from their first (a block's reduction is the
-// running total over its threads), then the parts are combined and the root written.
+// row_kernel.cuh's two-stage reductions on the CPU: each row's `parts` parts of `threads` threads
+// (split_reduce_kernel: blocks of row_block threads, a block's reduction the running total over
+// its threads; column_reduce_kernel: one thread) take every parts * threads-th element from their
+// first; then split_finish_kernel combines the parts in order and writes the root.
 template <bool Unit, class It>
-void simulate_split(const It& it, int parts) {
+void simulate_parts(const It& it, int parts, index_t threads) {
   using namespace fuse::detail;
   constexpr std::size_t R = It::rank;
   using P = std::remove_cvref_t<decltype(get<0>(it.phases))>;
   using Total = typename P::op::template total_t<typename P::acc_type>;
   using T = std::remove_pointer_t<decltype(it.out)>;
-  const index_t count = it.row_elements(), step = index_t(parts) * row_block;
+  const index_t count = it.row_elements(), step = index_t(parts) * threads;
   for (index_t o = 0; o < it.rows(); ++o) {
     index_t idx[R] = {};
     unflatten(o, it.shape, 0, it.inner_first, idx);  // as outer_index
@@ -165,8 +168,8 @@ void simulate_split(const It& it, int parts) {
     Total t = P::op::template identity<Total>();
     for (int part = 0; part < parts; ++part) {
       Total block = P::op::template identity<Total>();
-      for (index_t thread = 0; thread < row_block; ++thread)
-        block = P::op::combine(block, reduce_share<Unit>(it, p, idx, part * row_block + thread, step, count, P::op::template identity<Total>()));
+      for (index_t thread = 0; thread < threads; ++thread)
+        block = P::op::combine(block, reduce_share<Unit>(it, p, idx, part * threads + thread, step, count, P::op::template identity<Total>()));
       t = P::op::combine(t, block);
     }
     row_slot slots[1];
@@ -179,7 +182,8 @@ void simulate_split(const It& it, int parts) {
   }
 }
 
-// As row_kernel.cuh's run: the split reduction for a root reduction alone over few long rows; a
+// As row_kernel.cuh's run: the column reduction for a root reduction alone over rows side by
+// side; the split reduction for a root reduction alone over few long rows; a
 // warp or a block per row where the row fits in registers; else the re-reading kernel with the
 // layout rereading_layout picks for S multiprocessors.
 template <int B, int S, class T, std::size_t R, class Ev, class Ph>
@@ -187,12 +191,17 @@ void run(const warp_sim<B, S>&, const fuse::detail::row_iteration<T, R, Ev, Ph>&
   using namespace fuse::detail;
   using It = row_iteration<T, R, Ev, Ph>;
   const index_t count = it.row_elements();
-  const row_layout layout = rereading_layout(It::phase_count == 1 && it.root_reduction, it.rows(), count, S);
+  const bool root_alone = It::phase_count == 1 && it.root_reduction;
+  const row_layout layout = rereading_layout(root_alone, it.rows(), count, S, root_alone && rows_side_by_side(it));
   if constexpr (It::phase_count == 1) {
+    if (layout == row_layout::columns) {
+      ++column_rows;
+      return simulate_parts<false>(it, column_parts(it.rows(), count, S), 1);
+    }
     if (layout == row_layout::split) {
       ++split_rows;
       const int parts = split_parts(it.rows(), count, S);
-      return it.unit ? simulate_split<true>(it, parts) : simulate_split<false>(it, parts);
+      return it.unit ? simulate_parts<true>(it, parts, row_block) : simulate_parts<false>(it, parts, row_block);
     }
   }
   switch (register_lanes(it)) {
@@ -271,8 +280,10 @@ TEST_CASE("cuda register rows (simulated): padded rows use registers; longer or 
   check_layer([](const auto& a) { return fuse::softmax(a, fuse::axis<-1>); }, 0, wide);  // 8200 > 8192
   CHECK(fallbacks - before == 1);
   before = fallbacks;
+  const int columns = column_rows;
   check_layer([](const auto& a) { return fuse::softmax(a, fuse::axis<0>); }, 0, wide);  // column rows
-  CHECK(fallbacks > before);  // (a reduction over a leading axis is a group of its own: several kernels)
+  CHECK(fallbacks == before);  // (a reduction over a leading axis is a group of its own: its max and
+  CHECK(column_rows - columns == 2);  // its sum of exponentials are column reductions on CUDA)
   before = fallbacks;
   check_layer([](const auto& a) { return fuse::softmax(a, fuse::axis<-1>); }, 0, fuse::slice<1>(wide, 0, 2060, 2));  // step 2
   CHECK(fallbacks - before == 1);
@@ -530,4 +541,52 @@ TEST_CASE("cuda fast divider: the elementwise kernel's index split matches 64-bi
       CHECK((ia == ib && a[0] == b[0] && a[1] == b[1]));
     }
   }
+}
+
+TEST_CASE("cuda column reductions (simulated): a thread per row where rows lie side by side", "[cuda][rows]") {
+  // A reduction alone over strided rows that lie side by side (column sums, NHWC statistics, a
+  // transposed operand) takes a thread per row, so that a warp reads 32 adjacent elements; each
+  // row in column_parts parts, combined in order by the second kernel.
+  using namespace warp_test;
+  using fuse_test::shape;
+  auto x = fuse_test::random_tensor<float>(shape<2>{1000, 333}, 50);
+  x.data()[7 * 333 + 5] = std::numeric_limits<float>::quiet_NaN();  // column 5's max is NaN
+  int columns = column_rows;
+  {  // (a sum of 1000 terms of either sign: float error relative to the terms, not to the sum)
+    auto got = fuse::eval(warp_sim<>{}, fuse::sum(x, fuse::axis<0>));
+    fuse_test::check_same(got, fuse::eval(fuse::sum(fuse::cast<double>(x), fuse::axis<0>)), 1e-6, 1e-4);
+  }
+  check_layer([](const auto& a) { return fuse::max(a, fuse::axis<0>); }, 0, x);
+  check_layer([](const auto& a) { return fuse::mean(a * a, fuse::axis<0>); }, 0, x);
+  check_layer([](const auto& a) { return fuse::exp(fuse::sum(a, fuse::axis<0>) * 0.01f); }, 0, x);
+  CHECK(column_rows - columns == 4);
+  // NHWC statistics over N, H, W (rows: the 100 channels); a transposed operand's rows.
+  auto nhwc = fuse_test::random_tensor<float>(shape<4>{6, 7, 9, 100}, 51);
+  auto y = fuse_test::random_tensor<float>(shape<2>{333, 1000}, 52);
+  columns = column_rows;
+  check_layer([](const auto& a) { return fuse::sum(a, fuse::axes<0, 1, 2>); }, 0, nhwc);
+  check_layer([](const auto& a) { return fuse::sum(a, fuse::axis<-1>); }, 0, fuse::transpose(y));
+  CHECK(column_rows - columns == 2);
+  // Long columns, split into many parts (here 528): within 1e-6 of a double sum.
+  fuse::tensor<float, 2> tall(70001, 40);
+  std::mt19937 gen(9);
+  std::uniform_real_distribution<float> u(0.f, 1.f);
+  for (index_t i = 0; i < tall.size(); ++i) tall.data()[i] = i % 40 == 3 ? 0.52497673f : u(gen);
+  columns = column_rows;
+  check_float_sum<132>(fuse::sum(tall, fuse::axis<0>), fuse::sum(fuse::cast<double>(tall), fuse::axis<0>));
+  CHECK(column_rows - columns == 1);
+  CHECK(fuse::detail::column_parts(40, 70001, 132) == 528);
+  // var over axis 0: its mean, then the sum of squares about it, each a column reduction.
+  columns = column_rows;
+  check_layer([](const auto& a) { return fuse::var(a, fuse::axis<0>); }, 0, x);
+  CHECK(column_rows - columns == 2);
+  // Too few rows for a warp (16: a cluster each), contiguous rows (registers), phases with an
+  // epilogue over rows side by side (a warp each): other layouts.
+  columns = column_rows;
+  const int rereading = rereading_rows;
+  check_layer([](const auto& a) { return fuse::sum(a, fuse::axis<0>); }, 0, fuse_test::random_tensor<float>(shape<2>{5000, 16}, 53));
+  check_layer([](const auto& a) { return fuse::sum(a, fuse::axis<-1>); }, 1, x);
+  check_layer([](const auto& a) { return fuse::softmax(a, fuse::axis<-1>); }, 0, fuse::transpose(y));
+  CHECK(column_rows == columns);
+  CHECK(rereading_rows - rereading == 2);
 }

@@ -55,7 +55,7 @@ TEST_CASE("cuda: softmax, layer_norm, rms_norm for warp- and block-per-row lengt
 
 TEST_CASE("cuda: var, softmax, logsumexp over a leading axis: the CPU's column pairs as two kernels") {
   // The CPU runs each pair (the mean and the variance, the max and the sum of exponentials) as
-  // one column kernel; CUDA has no column path and runs the two as kernels of their own, and its
+  // one column kernel; CUDA has no column pairs and runs the two as kernels of their own, and its
   // plan says so: one kernel more than kernels_v for each pair.
   for (auto [m, n] : {std::pair<long, long>{1, 16}, {37, 33}, {300, 1024}, {1000, 70}}) {
     auto hx = random_host<2>({m, n}, unsigned(3 * m + n));
@@ -300,4 +300,34 @@ TEST_CASE("cuda: device temporaries follow their stream: eager and split reducti
   REQUIRE(cudaGraphDestroy(graph) == cudaSuccess);
   REQUIRE(cudaStreamDestroy(s1) == cudaSuccess);
   REQUIRE(cudaStreamDestroy(s2) == cudaSuccess);
+}
+
+TEST_CASE("cuda: column reductions take a thread per row where rows lie side by side") {
+  // Column sums (many parts per column), NHWC statistics over N, H, W, a transposed operand.
+  {
+    auto hx = random_host<2>({70001, 40}, 41, 0.f, 1.f);
+    fuse::device_tensor<float, 2> x(70001, 40);
+    fuse::copy(x, hx);
+    auto got = host_of(fuse::eval(fuse::cuda{}, fuse::sum(x, fuse::axis<0>)));
+    auto want = fuse::eval(fuse::sum(fuse::cast<double>(hx), fuse::axis<0>));
+    for (long c = 0; c < 40; ++c) REQUIRE(std::abs(got(0, c) - want(0, c)) <= 1e-6 * want(0, c));
+    require_close(host_of(fuse::eval(fuse::cuda{}, fuse::max(x, fuse::axis<0>))), fuse::eval(fuse::max(hx, fuse::axis<0>)), 0, 0);
+  }
+  {
+    const fuse::shape_t<4> s{8, 14, 14, 96};
+    auto hx = random_host<4>(s, 42);
+    fuse::device_tensor<float, 4> x(s);
+    fuse::copy(x, hx);
+    require_close(host_of(fuse::eval(fuse::cuda{}, fuse::mean(x * x, fuse::axes<0, 1, 2>))), fuse::eval(fuse::mean(hx * hx, fuse::axes<0, 1, 2>)), 1e-5, 1e-7);
+    require_close(host_of(fuse::eval(fuse::cuda{}, fuse::var(x, fuse::axes<0, 1, 2>))), fuse::eval(fuse::var(hx, fuse::axes<0, 1, 2>)), 1e-4, 1e-6);
+  }
+  {
+    auto hy = random_host<2>({333, 1000}, 43);
+    fuse::device_tensor<float, 2> y(333, 1000);
+    fuse::copy(y, hy);
+    require_close(host_of(fuse::eval(fuse::cuda{}, fuse::logsumexp(fuse::transpose(y), fuse::axis<-1>))),
+                  fuse::eval(fuse::logsumexp(fuse::transpose(hy), fuse::axis<-1>)), 1e-5, 1e-6);
+    require_close(host_of(fuse::eval(fuse::cuda{}, fuse::sum(fuse::transpose(y), fuse::axis<-1>))),
+                  fuse::eval(fuse::sum(fuse::transpose(hy), fuse::axis<-1>)), 1e-4, 1e-4);
+  }
 }

@@ -6,7 +6,9 @@
 //     with too few rows to fill the GPU on sm_90, one cluster of row_cluster blocks per row. Later
 //     phases and the epilogue re-read the row, which a short or medium row finds in L1/L2;
 //   - a root reduction with fewer rows than multiprocessors (sum of squares over everything) is
-//     split across blocks in two stages.
+//     split across blocks in two stages;
+//   - a root reduction over strided rows that lie side by side (column sums) takes a thread per
+//     row, each row split into parts, in the same two stages.
 // Each phase is reduced with CUB's warp or block reduction and broadcast to the row's threads.
 #pragma once
 
@@ -244,6 +246,22 @@ __global__ void __launch_bounds__(row_block) split_reduce_kernel(It it, Total* p
   if (threadIdx.x == 0) partial[blockIdx.x] = t;
 }
 
+// Stage 1 of a column reduction (row_layout::columns): thread t of block b takes row
+// (b % row_blocks) * row_block + t, so that a warp reads 32 side-by-side rows' elements at once,
+// and of it the elements part, part + parts, ... (part = b / row_blocks) into partial[row][part].
+template <bool Unit, class It, class Total>
+__global__ void __launch_bounds__(row_block) column_reduce_kernel(It it, Total* partial, int parts, unsigned row_blocks) {
+  constexpr std::size_t R = It::rank;
+  using P = std::remove_cvref_t<decltype(get<0>(it.phases))>;
+  const index_t row = index_t(blockIdx.x % row_blocks) * row_block + threadIdx.x;
+  const int part = static_cast<int>(blockIdx.x / row_blocks);
+  if (row >= it.rows()) return;
+  index_t idx[R] = {};
+  outer_index(it, row, idx);
+  auto p = get<0>(it.phases);
+  partial[row * parts + part] = reduce_share<Unit>(it, p, idx, part, parts, it.row_elements(), P::op::template identity<Total>());
+}
+
 // Stage 2: one thread per row combines the partials and writes the result.
 template <class It, class Total>
 __global__ void split_finish_kernel(It it, const Total* partial, int blocks_per_row) {
@@ -309,12 +327,27 @@ void run(const cuda& exec, const row_iteration<T, R, Ev, Ph>& it) {
   if (rows == 0) return;
   const index_t count = it.row_elements();
   const index_t sms = multiprocessor_count();
-  const row_layout layout = rereading_layout(It::phase_count == 1 && it.root_reduction, rows, count, sms);
+  const bool root_alone = It::phase_count == 1 && it.root_reduction;
+  const row_layout layout = rereading_layout(root_alone, rows, count, sms, root_alone && rows_side_by_side(it));
   if constexpr (It::phase_count == 1) {
+    using P = std::remove_cvref_t<decltype(get<0>(it.phases))>;
+    using Total = typename P::op::template total_t<typename P::acc_type>;
+    // A root reduction alone over rows side by side (column sums): a thread per row.
+    if (layout == row_layout::columns) {
+      const int parts = column_parts(rows, count, sms);
+      const index_t row_blocks = (rows + row_block - 1) / row_block;
+      stream_arena arena(exec);
+      auto partial = arena.template make<Total>(shape_t<1>{rows * parts});
+      const unsigned blocks = static_cast<unsigned>(row_blocks * parts);
+      // (Strided rows only: rows_side_by_side refuses unit-stride ones.)
+      column_reduce_kernel<false><<<blocks, row_block, 0, exec.stream>>>(it, partial.data(), parts, unsigned(row_blocks));
+      cuda_check(cudaGetLastError(), "cuda: column reduction launch");
+      split_finish_kernel<<<static_cast<unsigned>((rows + 127) / 128), 128, 0, exec.stream>>>(it, partial.data(), parts);
+      cuda_check(cudaGetLastError(), "cuda: column reduction finish");
+      return;  // `partial` is freed on the stream, after the two kernels
+    }
     // A root reduction alone (sum(x * x)): too few rows to fill the GPU -> split rows across blocks.
     if (layout == row_layout::split) {
-      using P = std::remove_cvref_t<decltype(get<0>(it.phases))>;
-      using Total = typename P::op::template total_t<typename P::acc_type>;
       const int per_row = split_parts(rows, count, sms);
       stream_arena arena(exec);
       auto partial = arena.template make<Total>(shape_t<1>{rows * per_row});

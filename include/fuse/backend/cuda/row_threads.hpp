@@ -44,13 +44,17 @@ struct row_threads {
 inline constexpr index_t warp_row_limit = 1024;
 
 // How row_kernel.cuh's run lays out a row iteration that does not run in registers, on a GPU of
-// `sms` multiprocessors: `split` (a root reduction alone, `root_alone`, over too few rows to fill
-// the GPU: each row split across split_parts blocks, then a second kernel), `cluster` (long rows,
-// too few for a block each; a block each where clusters cannot launch), `block` or `warp` (a warp
-// each for rows up to warp_row_limit). One function for the kernel and its CPU simulation
+// `sms` multiprocessors: `columns` (a root reduction alone, `root_alone`, over strided rows that
+// lie side by side in memory, `side_by_side`: column sums, NHWC statistics; a thread per row, so
+// that a warp reads 32 adjacent elements, each row split across column_parts blocks, then a
+// second kernel), `split` (a root reduction alone over too few rows to fill the GPU: each row
+// split across split_parts blocks, then a second kernel), `cluster` (long rows, too few for a
+// block each; a block each where clusters cannot launch), `block` or `warp` (a warp each for rows
+// up to warp_row_limit). One function for the kernel and its CPU simulation
 // (tests/backend/test_cuda_logic.cpp), so that the simulation runs what the device would.
-enum class row_layout { split, cluster, block, warp };
-inline row_layout rereading_layout(bool root_alone, index_t rows, index_t count, index_t sms) {
+enum class row_layout { columns, split, cluster, block, warp };
+inline row_layout rereading_layout(bool root_alone, index_t rows, index_t count, index_t sms, bool side_by_side = false) {
+  if (root_alone && side_by_side && rows >= 32) return row_layout::columns;
   if (root_alone && rows < 2 * sms && count >= 64 * row_block) return row_layout::split;
   if (count > warp_row_limit && rows < 4 * sms) return row_layout::cluster;
   return count <= warp_row_limit ? row_layout::warp : row_layout::block;
@@ -60,6 +64,34 @@ inline row_layout rereading_layout(bool root_alone, index_t rows, index_t count,
 inline int split_parts(index_t rows, index_t count, index_t sms) {
   const index_t want = (4 * sms + rows - 1) / rows, most = count / row_block;
   return static_cast<int>(want < most ? want : most);
+}
+
+// Parts of each row in the columns layout (a block holds row_block rows, one part of each): about
+// 4 blocks per multiprocessor over all, each thread with 64 elements of its row at least.
+inline int column_parts(index_t rows, index_t count, index_t sms) {
+  const index_t row_blocks = (rows + row_block - 1) / row_block;
+  const index_t want = (4 * sms + row_blocks - 1) / row_blocks, most = count / 64;
+  return static_cast<int>(want < most ? want : most > 1 ? most : 1);
+}
+
+// Does every memory leaf of phase 0 of It read rows that lie side by side: a stride of 1 (or -1,
+// or 0) along the last outer axis of more than one row, so that rows o and o + 1 are adjacent
+// elements? Only rows that are not contiguous themselves (it.unit: the warp and block layouts
+// read those well).
+template <class It>
+bool rows_side_by_side(const It& it) {
+  std::size_t d = it.inner_first;  // the outer axes are [0, inner_first); extent-1 ones may trail
+  while (d > 0 && it.shape[d - 1] == 1) --d;
+  if (it.unit || d == 0) return false;
+  bool ok = true, any = false;
+  auto phase = get<0>(it.phases);  // (a copy: for_each_tracker is not const)
+  phase.for_each_tracker([&](const auto& t) {
+    if (!t.base) return;  // an index (iota): no memory
+    const index_t s = t.stride[d - 1];
+    ok = ok && t.span == 0 && (s == 1 || s == -1 || s == 0);
+    any = any || s != 0;
+  });
+  return ok && any;
 }
 
 }  // namespace fuse::detail
