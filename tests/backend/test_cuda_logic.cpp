@@ -12,6 +12,7 @@
 #include "fuse/backend/cuda/row_share.hpp"
 #include "fuse/backend/cuda/row_threads.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -149,18 +150,16 @@ int cluster_rows = 0;    // ... with a cluster per row
 int rereading_block_rows = 0;  // ... with a block per row
 int column_rows = 0;     // ... through the column reduction (a thread per row)
 
-// row_kernel.cuh's two-stage reductions on the CPU: each row's `parts` parts of `threads` threads
-// (split_reduce_kernel: blocks of row_block threads, a block's reduction the running total over
-// its threads; column_reduce_kernel: one thread) take every parts * threads-th element from their
-// first; then split_finish_kernel combines the parts in order and writes the root.
+// split_reduce_kernel and split_finish_kernel on the CPU: each row's `parts` blocks take every
+// parts * row_block-th element from their first (a block's reduction is the running total over
+// its threads), then the parts are combined in order and the root written.
 template <bool Unit, class It>
-void simulate_parts(const It& it, int parts, index_t threads) {
+void simulate_split(const It& it, int parts) {
   using namespace fuse::detail;
   constexpr std::size_t R = It::rank;
   using P = std::remove_cvref_t<decltype(get<0>(it.phases))>;
   using Total = typename P::op::template total_t<typename P::acc_type>;
-  using T = std::remove_pointer_t<decltype(it.out)>;
-  const index_t count = it.row_elements(), step = index_t(parts) * threads;
+  const index_t count = it.row_elements(), step = index_t(parts) * row_block;
   for (index_t o = 0; o < it.rows(); ++o) {
     index_t idx[R] = {};
     unflatten(o, it.shape, 0, it.inner_first, idx);  // as outer_index
@@ -168,17 +167,44 @@ void simulate_parts(const It& it, int parts, index_t threads) {
     Total t = P::op::template identity<Total>();
     for (int part = 0; part < parts; ++part) {
       Total block = P::op::template identity<Total>();
-      for (index_t thread = 0; thread < threads; ++thread)
-        block = P::op::combine(block, reduce_share<Unit>(it, p, idx, part * threads + thread, step, count, P::op::template identity<Total>()));
+      for (index_t thread = 0; thread < row_block; ++thread)
+        block = P::op::combine(block, reduce_share<Unit>(it, p, idx, part * row_block + thread, step, count, P::op::template identity<Total>()));
       t = P::op::combine(t, block);
     }
-    row_slot slots[1];
-    write_slot(slots[P::slot], P::op::template finalize<typename P::result_type>(t, p.count));
-    auto ev = it.eval;
-    ev.bind(slots);
-    for (std::size_t d = it.inner_first; d < R; ++d) idx[d] = 0;  // (reduce_share moved only these)
-    ev.seek(idx);
-    it.out[row_offset<R>(it.out_stride, idx)] = static_cast<T>(ev.template at<false>(0));
+    write_root(it, o, t);
+  }
+}
+
+int column_partials = 0;  // partials the simulated column kernel wrote (rows x parts where parts > 1)
+
+// column_reduce_kernel and split_finish_kernel on the CPU, block by block and thread by thread
+// through column_grid's mapping; every (row, part) must be reduced exactly once.
+template <class It>
+void simulate_columns(const It& it, const fuse::detail::column_grid& grid) {
+  using namespace fuse::detail;
+  constexpr std::size_t R = It::rank;
+  using P = std::remove_cvref_t<decltype(get<0>(it.phases))>;
+  using Total = typename P::op::template total_t<typename P::acc_type>;
+  const index_t rows = it.rows(), count = it.row_elements();
+  std::vector<Total> partial(std::size_t(rows * grid.parts));
+  std::vector<int> visits(partial.size());
+  for (unsigned b = 0; b < grid.blocks(); ++b)
+    for (unsigned t = 0; t < unsigned(grid.threads); ++t) {
+      const index_t row = grid.row(b, t);
+      const int part = grid.part(b);
+      if (row >= rows) continue;
+      index_t idx[R] = {};
+      unflatten(row, it.shape, 0, it.inner_first, idx);
+      auto p = get<0>(it.phases);
+      partial[std::size_t(part * rows + row)] = reduce_share<false>(it, p, idx, part, grid.parts, count, P::op::template identity<Total>());
+      ++visits[std::size_t(part * rows + row)];
+    }
+  CHECK(std::count(visits.begin(), visits.end(), 1) == std::ptrdiff_t(visits.size()));
+  if (grid.parts > 1) column_partials += int(partial.size());
+  for (index_t o = 0; o < rows; ++o) {
+    Total t = P::op::template identity<Total>();
+    for (int part = 0; part < grid.parts; ++part) t = P::op::combine(t, partial[std::size_t(part * rows + o)]);
+    write_root(it, o, t);
   }
 }
 
@@ -191,17 +217,18 @@ void run(const warp_sim<B, S>&, const fuse::detail::row_iteration<T, R, Ev, Ph>&
   using namespace fuse::detail;
   using It = row_iteration<T, R, Ev, Ph>;
   const index_t count = it.row_elements();
-  const bool root_alone = It::phase_count == 1 && it.root_reduction;
-  const row_layout layout = rereading_layout(root_alone, it.rows(), count, S, root_alone && rows_side_by_side(it));
+  bool side_by_side = false;
+  if constexpr (It::phase_count == 1) side_by_side = it.root_reduction && rows_side_by_side(it);
+  const row_layout layout = rereading_layout(It::phase_count == 1 && it.root_reduction, it.rows(), count, S, side_by_side);
   if constexpr (It::phase_count == 1) {
     if (layout == row_layout::columns) {
       ++column_rows;
-      return simulate_parts<false>(it, column_parts(it.rows(), count, S), 1);
+      return simulate_columns(it, column_layout(it.rows(), count, S));
     }
     if (layout == row_layout::split) {
       ++split_rows;
       const int parts = split_parts(it.rows(), count, S);
-      return it.unit ? simulate_parts<true>(it, parts, row_block) : simulate_parts<false>(it, parts, row_block);
+      return it.unit ? simulate_split<true>(it, parts) : simulate_split<false>(it, parts);
     }
   }
   switch (register_lanes(it)) {
@@ -546,7 +573,7 @@ TEST_CASE("cuda fast divider: the elementwise kernel's index split matches 64-bi
 TEST_CASE("cuda column reductions (simulated): a thread per row where rows lie side by side", "[cuda][rows]") {
   // A reduction alone over strided rows that lie side by side (column sums, NHWC statistics, a
   // transposed operand) takes a thread per row, so that a warp reads 32 adjacent elements; each
-  // row in column_parts parts, combined in order by the second kernel.
+  // row in column_layout's parts, combined in order by the second kernel (none in one part).
   using namespace warp_test;
   using fuse_test::shape;
   auto x = fuse_test::random_tensor<float>(shape<2>{1000, 333}, 50);
@@ -567,26 +594,45 @@ TEST_CASE("cuda column reductions (simulated): a thread per row where rows lie s
   check_layer([](const auto& a) { return fuse::sum(a, fuse::axes<0, 1, 2>); }, 0, nhwc);
   check_layer([](const auto& a) { return fuse::sum(a, fuse::axis<-1>); }, 0, fuse::transpose(y));
   CHECK(column_rows - columns == 2);
-  // Long columns, split into many parts (here 528): within 1e-6 of a double sum.
+  // Rows of several runs (every other plane of axis 1), and a reversed view (every stride
+  // negative): the parts cross runs, the rows run backwards.
+  auto planes = fuse_test::random_tensor<float>(shape<3>{6, 50, 100}, 54);
+  fuse_test::buffer<float, 2> reversed(shape<2>{1000, 333}, fuse_test::layout::reversed, 0.f);
+  fuse::assign(reversed.view(), x);
+  columns = column_rows;
+  check_layer([](const auto& a) { return fuse::sum(a, fuse::axes<0, 1>); }, 0, fuse::slice<1>(planes, 0, 50, 2));
+  check_layer([](const auto& a) { return fuse::max(a, fuse::axis<0>); }, 0, reversed.view());
+  CHECK(column_rows - columns == 2);
+  // Long columns, split into many parts (40 rows: a block of 64 threads, 4375 parts of 16
+  // elements): within 1e-6 of a double sum.
   fuse::tensor<float, 2> tall(70001, 40);
   std::mt19937 gen(9);
   std::uniform_real_distribution<float> u(0.f, 1.f);
   for (index_t i = 0; i < tall.size(); ++i) tall.data()[i] = i % 40 == 3 ? 0.52497673f : u(gen);
   columns = column_rows;
+  const int partials = column_partials;
   check_float_sum<132>(fuse::sum(tall, fuse::axis<0>), fuse::sum(fuse::cast<double>(tall), fuse::axis<0>));
   CHECK(column_rows - columns == 1);
-  CHECK(fuse::detail::column_parts(40, 70001, 132) == 528);
+  CHECK(column_partials - partials == 40 * 4375);
+  const auto grid = fuse::detail::column_layout(40, 70001, 132);
+  CHECK(grid.threads == 64);
+  CHECK(grid.parts == 4375);
+  // Many rows: blocks of row_block threads, one part (the root written by the first kernel).
+  CHECK(fuse::detail::column_layout(300000, 50, 132).parts == 1);
+  CHECK(fuse::detail::column_layout(300000, 50, 132).threads == 256);
   // var over axis 0: its mean, then the sum of squares about it, each a column reduction.
   columns = column_rows;
   check_layer([](const auto& a) { return fuse::var(a, fuse::axis<0>); }, 0, x);
   CHECK(column_rows - columns == 2);
   // Too few rows for a warp (16: a cluster each), contiguous rows (registers), phases with an
-  // epilogue over rows side by side (a warp each): other layouts.
+  // epilogue over rows side by side (a warp each), 16 side-by-side rows at a time (of [100, 16]
+  // planes): other layouts.
   columns = column_rows;
   const int rereading = rereading_rows;
   check_layer([](const auto& a) { return fuse::sum(a, fuse::axis<0>); }, 0, fuse_test::random_tensor<float>(shape<2>{5000, 16}, 53));
   check_layer([](const auto& a) { return fuse::sum(a, fuse::axis<-1>); }, 1, x);
   check_layer([](const auto& a) { return fuse::softmax(a, fuse::axis<-1>); }, 0, fuse::transpose(y));
+  check_layer([](const auto& a) { return fuse::sum(a, fuse::axis<1>); }, 0, fuse_test::random_tensor<float>(shape<3>{100, 300, 16}, 55));
   CHECK(column_rows == columns);
-  CHECK(rereading_rows - rereading == 2);
+  CHECK(rereading_rows - rereading == 3);
 }

@@ -303,7 +303,8 @@ TEST_CASE("cuda: device temporaries follow their stream: eager and split reducti
 }
 
 TEST_CASE("cuda: column reductions take a thread per row where rows lie side by side") {
-  // Column sums (many parts per column), NHWC statistics over N, H, W, a transposed operand.
+  // Column sums (many parts per column), NHWC statistics over N, H, W, a transposed operand's
+  // sum (its logsumexp has two phases: a warp per row, for comparison).
   {
     auto hx = random_host<2>({70001, 40}, 41, 0.f, 1.f);
     fuse::device_tensor<float, 2> x(70001, 40);

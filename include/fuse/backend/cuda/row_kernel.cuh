@@ -246,43 +246,35 @@ __global__ void __launch_bounds__(row_block) split_reduce_kernel(It it, Total* p
   if (threadIdx.x == 0) partial[blockIdx.x] = t;
 }
 
-// Stage 1 of a column reduction (row_layout::columns): thread t of block b takes row
-// (b % row_blocks) * row_block + t, so that a warp reads 32 side-by-side rows' elements at once,
-// and of it the elements part, part + parts, ... (part = b / row_blocks) into partial[row][part].
-template <bool Unit, class It, class Total>
-__global__ void __launch_bounds__(row_block) column_reduce_kernel(It it, Total* partial, int parts, unsigned row_blocks) {
+// Stage 1 of a column reduction (row_layout::columns, column_grid): a thread per row, so that a
+// warp reads 32 side-by-side rows' elements at once; its part into partial[part][row] (or, in
+// one part, the root directly). Rows are strided: rows_side_by_side refuses unit-stride ones.
+template <class It, class Total>
+__global__ void __launch_bounds__(row_block) column_reduce_kernel(It it, Total* partial, column_grid grid) {
   constexpr std::size_t R = It::rank;
   using P = std::remove_cvref_t<decltype(get<0>(it.phases))>;
-  const index_t row = index_t(blockIdx.x % row_blocks) * row_block + threadIdx.x;
-  const int part = static_cast<int>(blockIdx.x / row_blocks);
-  if (row >= it.rows()) return;
+  const index_t row = grid.row(blockIdx.x, threadIdx.x);
+  const int part = grid.part(blockIdx.x);
+  const index_t rows = it.rows();
+  if (row >= rows) return;
   index_t idx[R] = {};
   outer_index(it, row, idx);
   auto p = get<0>(it.phases);
-  partial[row * parts + part] = reduce_share<Unit>(it, p, idx, part, parts, it.row_elements(), P::op::template identity<Total>());
+  const Total t = reduce_share<false>(it, p, idx, part, grid.parts, it.row_elements(), P::op::template identity<Total>());
+  if (grid.parts == 1) write_root(it, row, t);
+  else partial[part * rows + row] = t;
 }
 
-// Stage 2: one thread per row combines the partials and writes the result.
+// Stage 2: one thread per row combines the row's `parts` partials (at row * row_stride +
+// part * part_stride) in order and writes the root.
 template <class It, class Total>
-__global__ void split_finish_kernel(It it, const Total* partial, int blocks_per_row) {
-  constexpr std::size_t R = It::rank;
+__global__ void split_finish_kernel(It it, const Total* partial, int parts, index_t row_stride, index_t part_stride) {
   using P = std::remove_cvref_t<decltype(get<0>(it.phases))>;
-  using T = std::remove_pointer_t<decltype(it.out)>;
   const index_t row = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (row >= it.rows()) return;
   Total t = P::op::template identity<Total>();
-  for (int b = 0; b < blocks_per_row; ++b) t = P::op::combine(t, partial[row * blocks_per_row + b]);
-  // The root at the row's first element: the reduction's value, or an elementwise root over it
-  // written once per row (widen_to_rows, plan/fusion.hpp).
-  row_slot slots[1];
-  write_slot(slots[P::slot], P::op::template finalize<typename P::result_type>(t, get<0>(it.phases).count));
-  auto ev = it.eval;
-  ev.bind(slots);
-  index_t idx[R] = {};
-  outer_index(it, row, idx);
-  for (std::size_t d = it.inner_first; d < R; ++d) idx[d] = 0;
-  ev.seek(idx);
-  it.out[row_offset<R>(it.out_stride, idx)] = static_cast<T>(ev.template at<false>(0));
+  for (int b = 0; b < parts; ++b) t = P::op::combine(t, partial[row * row_stride + b * part_stride]);
+  write_root(it, row, t);
 }
 
 template <row_group G, class It>
@@ -327,24 +319,24 @@ void run(const cuda& exec, const row_iteration<T, R, Ev, Ph>& it) {
   if (rows == 0) return;
   const index_t count = it.row_elements();
   const index_t sms = multiprocessor_count();
-  const bool root_alone = It::phase_count == 1 && it.root_reduction;
-  const row_layout layout = rereading_layout(root_alone, rows, count, sms, root_alone && rows_side_by_side(it));
+  bool side_by_side = false;  // (rows_side_by_side reads phase 0: there is one where it matters)
+  if constexpr (It::phase_count == 1) side_by_side = it.root_reduction && rows_side_by_side(it);
+  const row_layout layout = rereading_layout(It::phase_count == 1 && it.root_reduction, rows, count, sms, side_by_side);
   if constexpr (It::phase_count == 1) {
     using P = std::remove_cvref_t<decltype(get<0>(it.phases))>;
     using Total = typename P::op::template total_t<typename P::acc_type>;
     // A root reduction alone over rows side by side (column sums): a thread per row.
     if (layout == row_layout::columns) {
-      const int parts = column_parts(rows, count, sms);
-      const index_t row_blocks = (rows + row_block - 1) / row_block;
+      const column_grid grid = column_layout(rows, count, sms);
       stream_arena arena(exec);
-      auto partial = arena.template make<Total>(shape_t<1>{rows * parts});
-      const unsigned blocks = static_cast<unsigned>(row_blocks * parts);
-      // (Strided rows only: rows_side_by_side refuses unit-stride ones.)
-      column_reduce_kernel<false><<<blocks, row_block, 0, exec.stream>>>(it, partial.data(), parts, unsigned(row_blocks));
+      auto partial = arena.template make<Total>(shape_t<1>{grid.parts > 1 ? rows * grid.parts : 0});
+      column_reduce_kernel<<<grid.blocks(), grid.threads, 0, exec.stream>>>(it, partial.data(), grid);
       cuda_check(cudaGetLastError(), "cuda: column reduction launch");
-      split_finish_kernel<<<static_cast<unsigned>((rows + 127) / 128), 128, 0, exec.stream>>>(it, partial.data(), parts);
-      cuda_check(cudaGetLastError(), "cuda: column reduction finish");
-      return;  // `partial` is freed on the stream, after the two kernels
+      if (grid.parts > 1) {
+        split_finish_kernel<<<static_cast<unsigned>((rows + 127) / 128), 128, 0, exec.stream>>>(it, partial.data(), grid.parts, index_t(1), rows);
+        cuda_check(cudaGetLastError(), "cuda: column reduction finish");
+      }
+      return;  // `partial` is freed on the stream, after the kernels
     }
     // A root reduction alone (sum(x * x)): too few rows to fill the GPU -> split rows across blocks.
     if (layout == row_layout::split) {
@@ -355,7 +347,7 @@ void run(const cuda& exec, const row_iteration<T, R, Ev, Ph>& it) {
       if (it.unit) split_reduce_kernel<true><<<blocks, row_block, 0, exec.stream>>>(it, partial.data(), per_row);
       else split_reduce_kernel<false><<<blocks, row_block, 0, exec.stream>>>(it, partial.data(), per_row);
       cuda_check(cudaGetLastError(), "cuda: split reduction launch");
-      split_finish_kernel<<<static_cast<unsigned>((rows + 127) / 128), 128, 0, exec.stream>>>(it, partial.data(), per_row);
+      split_finish_kernel<<<static_cast<unsigned>((rows + 127) / 128), 128, 0, exec.stream>>>(it, partial.data(), per_row, index_t(per_row), index_t(1));
       cuda_check(cudaGetLastError(), "cuda: split reduction finish");
       return;  // `partial` is freed on the stream, after the two kernels
     }

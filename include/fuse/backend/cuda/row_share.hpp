@@ -134,4 +134,22 @@ FUSE_HOST_DEVICE FUSE_INLINE void write_share(const It& it, Ev& ev, index_t* idx
   });
 }
 
+// The root of row `row` (numbered as outer_index does) from its one phase's total t, at the row's
+// first element: the reduction's value, or an elementwise root over it written once per row
+// (widen_to_rows, plan/fusion.hpp). The last step of the split and column reductions.
+template <class It, class Total>
+FUSE_HOST_DEVICE void write_root(const It& it, index_t row, Total t) {
+  constexpr std::size_t R = It::rank;
+  using P = std::remove_cvref_t<decltype(get<0>(it.phases))>;
+  using T = std::remove_pointer_t<decltype(it.out)>;
+  row_slot slots[1];
+  write_slot(slots[P::slot], P::op::template finalize<typename P::result_type>(t, get<0>(it.phases).count));
+  auto ev = it.eval;
+  ev.bind(slots);
+  index_t idx[R] = {};
+  unflatten(row, it.shape, 0, it.inner_first, idx);
+  ev.seek(idx);
+  it.out[row_offset<R>(it.out_stride, idx)] = static_cast<T>(ev.template at<false>(0));
+}
+
 }  // namespace fuse::detail

@@ -46,9 +46,9 @@ inline constexpr index_t warp_row_limit = 1024;
 // How row_kernel.cuh's run lays out a row iteration that does not run in registers, on a GPU of
 // `sms` multiprocessors: `columns` (a root reduction alone, `root_alone`, over strided rows that
 // lie side by side in memory, `side_by_side`: column sums, NHWC statistics; a thread per row, so
-// that a warp reads 32 adjacent elements, each row split across column_parts blocks, then a
-// second kernel), `split` (a root reduction alone over too few rows to fill the GPU: each row
-// split across split_parts blocks, then a second kernel), `cluster` (long rows, too few for a
+// that a warp reads 32 adjacent elements, each row in parts, then a second kernel: column_grid),
+// `split` (a root reduction alone over too few rows to fill the GPU: each row split across
+// split_parts blocks, then a second kernel), `cluster` (long rows, too few for a
 // block each; a block each where clusters cannot launch), `block` or `warp` (a warp each for rows
 // up to warp_row_limit). One function for the kernel and its CPU simulation
 // (tests/backend/test_cuda_logic.cpp), so that the simulation runs what the device would.
@@ -66,23 +66,35 @@ inline int split_parts(index_t rows, index_t count, index_t sms) {
   return static_cast<int>(want < most ? want : most);
 }
 
-// Parts of each row in the columns layout (a block holds row_block rows, one part of each): about
-// 4 blocks per multiprocessor over all, each thread with 64 elements of its row at least.
-inline int column_parts(index_t rows, index_t count, index_t sms) {
-  const index_t row_blocks = (rows + row_block - 1) / row_block;
-  const index_t want = (4 * sms + row_blocks - 1) / row_blocks, most = count / 64;
-  return static_cast<int>(want < most ? want : most > 1 ? most : 1);
+// The columns layout: blocks of `threads` threads (the rows rounded up to a warp, at most
+// row_block), block b taking part b / row_blocks of `threads` side-by-side rows, thread t of it
+// one row; each row in `parts` parts, part k its elements k, k + parts, ... (reduce_share).
+// Enough parts that the rows' threads fill every multiprocessor (2048 threads each: each thread
+// has only a few loads in flight), each with 16 elements of its row at least.
+struct column_grid {
+  int threads;
+  index_t row_blocks;
+  int parts;
+  FUSE_HOST_DEVICE index_t row(unsigned block, unsigned thread) const { return index_t(block % row_blocks) * threads + thread; }
+  FUSE_HOST_DEVICE int part(unsigned block) const { return static_cast<int>(block / row_blocks); }
+  unsigned blocks() const { return static_cast<unsigned>(row_blocks * parts); }
+};
+inline column_grid column_layout(index_t rows, index_t count, index_t sms) {
+  const index_t threads = (rows + 31) / 32 * 32 < row_block ? (rows + 31) / 32 * 32 : row_block;
+  const index_t want = (sms * 2048 + rows - 1) / rows, most = count / 16;
+  const index_t parts = want < most ? want : most;
+  return {static_cast<int>(threads), (rows + threads - 1) / threads, static_cast<int>(parts > 1 ? parts : 1)};
 }
 
 // Does every memory leaf of phase 0 of It read rows that lie side by side: a stride of 1 (or -1,
-// or 0) along the last outer axis of more than one row, so that rows o and o + 1 are adjacent
-// elements? Only rows that are not contiguous themselves (it.unit: the warp and block layouts
-// read those well).
+// or 0) along the last outer axis of more than one row, 32 rows long at least (so that a warp's
+// rows are adjacent elements)? Only rows that are not contiguous themselves (it.unit: the warp
+// and block layouts read those well).
 template <class It>
 bool rows_side_by_side(const It& it) {
   std::size_t d = it.inner_first;  // the outer axes are [0, inner_first); extent-1 ones may trail
   while (d > 0 && it.shape[d - 1] == 1) --d;
-  if (it.unit || d == 0) return false;
+  if (it.unit || d == 0 || it.shape[d - 1] < 32) return false;
   bool ok = true, any = false;
   auto phase = get<0>(it.phases);  // (a copy: for_each_tracker is not const)
   phase.for_each_tracker([&](const auto& t) {
