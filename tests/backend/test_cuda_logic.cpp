@@ -217,9 +217,7 @@ void run(const warp_sim<B, S>&, const fuse::detail::row_iteration<T, R, Ev, Ph>&
   using namespace fuse::detail;
   using It = row_iteration<T, R, Ev, Ph>;
   const index_t count = it.row_elements();
-  bool side_by_side = false;
-  if constexpr (It::phase_count == 1) side_by_side = it.root_reduction && rows_side_by_side(it);
-  const row_layout layout = rereading_layout(It::phase_count == 1 && it.root_reduction, it.rows(), count, S, side_by_side);
+  const row_layout layout = rereading_layout_of(it, S);
   if constexpr (It::phase_count == 1) {
     if (layout == row_layout::columns) {
       ++column_rows;

@@ -319,9 +319,7 @@ void run(const cuda& exec, const row_iteration<T, R, Ev, Ph>& it) {
   if (rows == 0) return;
   const index_t count = it.row_elements();
   const index_t sms = multiprocessor_count();
-  bool side_by_side = false;  // (rows_side_by_side reads phase 0: there is one where it matters)
-  if constexpr (It::phase_count == 1) side_by_side = it.root_reduction && rows_side_by_side(it);
-  const row_layout layout = rereading_layout(It::phase_count == 1 && it.root_reduction, rows, count, sms, side_by_side);
+  const row_layout layout = rereading_layout_of(it, sms);
   if constexpr (It::phase_count == 1) {
     using P = std::remove_cvref_t<decltype(get<0>(it.phases))>;
     using Total = typename P::op::template total_t<typename P::acc_type>;

@@ -106,4 +106,12 @@ bool rows_side_by_side(const It& it) {
   return ok && any;
 }
 
+// rereading_layout for row iteration It: row_kernel.cuh's run and its CPU simulation alike.
+template <class It>
+row_layout rereading_layout_of(const It& it, index_t sms) {
+  bool root_alone = false, side_by_side = false;  // (rows_side_by_side reads phase 0: one where it matters)
+  if constexpr (It::phase_count == 1) root_alone = it.root_reduction, side_by_side = root_alone && rows_side_by_side(it);
+  return rereading_layout(root_alone, it.rows(), it.row_elements(), sms, side_by_side);
+}
+
 }  // namespace fuse::detail
