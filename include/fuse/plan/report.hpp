@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "fuse/backend/cpu/row_kernel.hpp"
 #include "fuse/backend/eager.hpp"
 #include "fuse/core/generators.hpp"
 #include "fuse/core/node_identity.hpp"
@@ -214,6 +215,7 @@ struct plan_builder {
   };
   std::vector<computed> reductions{};
   bool column_pairs = false;  // the executor runs a column pair as one kernel (fuse::cpu)
+  const cpu* host = nullptr;  // fuse::cpu's row kernels run only contiguous rows of some groups
 
   template <class A>
   const std::string* computed_before(const A& a) const {
@@ -233,6 +235,8 @@ struct group_walk {
   std::vector<std::string> phases{};
   std::vector<node_ref> nodes{};  // each phase's node (what the dedupe compares, same_node)
   bool split = false;  // run-time shapes broke the group: each of its reductions is a kernel
+  // In a broken group, the reductions computed so far (each once, as split_group<R, M, true>).
+  std::vector<plan_builder::computed>* split_done = nullptr;
 };
 
 template <class E>
@@ -242,7 +246,8 @@ template <std::size_t R, std::uint32_t M, class E>
 std::string walk_group(const E& e, group_walk& g);
 
 template <std::size_t R, std::uint32_t M, class E>
-std::string emit_split_reduction(const E& e, plan_builder& p, const computed_map& before);
+std::string emit_split_reduction(const E& e, plan_builder& p, const computed_map& before,
+                                 std::vector<plan_builder::computed>& done);
 
 // Reduction a (not computed before) as a group of its own, recorded among the computed ones;
 // returns its result's name. kernels_v counts a reduction of one form once, taking it for the
@@ -284,8 +289,15 @@ std::string walk_operand(const A& a, group_walk& g) {
   } else {
     if (joins_group<A, R, M> && !g.split) return walk_group<R, M>(a, g);
     g.temp_bytes += shape_size(a.shape()) * index_t(sizeof(typename A::value_type));
-    if constexpr (joins_group<A, R, M>) return emit_split_reduction<R, M>(a, g.plan, g.before);
-    else return g.before.at(&a);
+    if constexpr (joins_group<A, R, M>) {
+      for (const auto& c : *g.split_done)
+        if (same_as(c.ref, a)) return c.name;
+      std::string name = emit_split_reduction<R, M>(a, g.plan, g.before, *g.split_done);
+      g.split_done->push_back({ref_of(a), name});
+      return name;
+    } else {
+      return g.before.at(&a);
+    }
   }
 }
 
@@ -355,7 +367,7 @@ std::string emit_fallback_reduction(const E& e, group_walk& g, const std::string
   } else {
     const std::string what = walk_operand<R, M>(e.child, g);
     const std::string operand = emit_kernel(e.child, g, what, "");
-    group_walk r{.plan = g.plan, .before = g.before, .split = true};
+    group_walk r{.plan = g.plan, .before = g.before, .split = true, .split_done = g.split_done};
     r.temp_bytes = shape_size(e.child.shape()) * index_t(sizeof(typename C::value_type));
     r.flops = index_t(E::op::flops) * shape_size(e.child.shape());
     r.phases.push_back(std::string(E::op::name) + "(" + operand + ")");
@@ -366,8 +378,9 @@ std::string emit_fallback_reduction(const E& e, group_walk& g, const std::string
 // A reduction of a broken group (R, M), computed alone over its operand's own reductions, which
 // come first (as split_group<R, M, true> in core/assign.hpp).
 template <std::size_t R, std::uint32_t M, class E>
-std::string emit_split_reduction(const E& e, plan_builder& p, const computed_map& before) {
-  group_walk g{.plan = p, .before = before, .split = true};
+std::string emit_split_reduction(const E& e, plan_builder& p, const computed_map& before,
+                                 std::vector<plan_builder::computed>& done) {
+  group_walk g{.plan = p, .before = before, .split = true, .split_done = &done};
   return emit_fallback_reduction<R, M>(e, g, "");
 }
 
@@ -458,8 +471,22 @@ std::string emit_plain_group(const E& e, plan_builder& p) {
   emit_leaving<R, G::mask>(e, p, before);
   // Run-time shapes that break the group make each reduction below its root a kernel.
   shape_t<R> rows = shape;
-  group_walk g{.plan = p, .before = before, .split = !fits_group<R, G::mask>(e, shape) && !widen_to_rows<R, G::mask>(e, rows)};
+  const bool fits = fits_group<R, G::mask>(e, shape);
+  std::vector<plan_builder::computed> split_done;
+  group_walk g{.plan = p, .before = before, .split = !fits && !widen_to_rows<R, G::mask>(e, rows), .split_done = &split_done};
   if (g.split) note += " (split at run time: a reduction's extent differs from the group's)";
+  if constexpr (contiguous_rows_only_v<E, R, G::mask> && reduction_count_v<E> > 0) {
+    // Into a fresh (contiguous) destination, as assign_fused builds the row kernel.
+    if (p.host && !g.split) {
+      const auto out = e.shape();
+      const destination<typename E::value_type, E::rank> dst{nullptr, out, contiguous_strides(out)};
+      const auto it = make_row_iteration<R>(dst, e, fits ? shape : rows, G::mask, !fits);
+      if (!runs_contiguous_rows(*p.host, it)) {
+        g.split = true;
+        note += " (split at run time: a leaf broadcast along rows split across threads, or longer than 65536)";
+      }
+    }
+  }
   if constexpr (is_reduce_v<E>)
     if (g.split) return emit_fallback_reduction<R, G::mask>(e, g, note);
   const std::string what = walk_group<R, G::mask>(e, g);
@@ -547,7 +574,7 @@ std::string eager_kernels(const E& e, plan_report& p, leaf_table& names) {
 // The plan `exec` would run for `e` (fuse::eager(exec): one kernel per interior node).
 template <class Exec, class E>
   requires expression<E> || scalar<E>
-plan_report plan(const Exec&, const E& expr) {
+plan_report plan([[maybe_unused]] const Exec& exec, const E& expr) {
   if constexpr (expression<E>)
     static_assert(detail::spaces_compatible(Exec::space, E::space),
                   "fuse::plan: the executor and the expression's memory are in different spaces "
@@ -566,6 +593,7 @@ plan_report plan(const Exec&, const E& expr) {
     p.executor = "fused";
     detail::plan_builder b{p};
     b.column_pairs = std::is_same_v<Exec, cpu>;
+    if constexpr (std::is_same_v<Exec, cpu>) b.host = &exec;
     detail::emit_group(e, b);
   }
   return p;
