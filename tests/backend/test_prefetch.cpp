@@ -111,8 +111,11 @@ TEST_CASE("stream_prefetch asks ahead only along passes that compute", "[prefetc
   // A loop that mostly loads: the hardware prefetcher keeps up.
   CHECK(streams_by_itself(out, x * y + bias, shared));
   CHECK(streams_by_itself(out, fuse::max(2.f * x + 3.f * y, 0.f), shared));
-  // sum(x * x)'s operand reads x once (a shared subtree): still one multiply per element.
+  // x * x loads x twice (a leaf alone is not shared): still one multiply per element. x + bias
+  // written twice is shared.
   CHECK(streams_by_itself(out, x * x, shared));
+  CHECK_FALSE(shared);
+  CHECK(streams_by_itself(out, (x + bias) * (x + bias), shared));
   CHECK(shared);
   // Transcendental work between the loads: asked for ahead.
   CHECK_FALSE(streams_by_itself(out, fuse::gelu(x + bias), shared));

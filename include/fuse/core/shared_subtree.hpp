@@ -99,10 +99,18 @@ struct largest {
 template <class A, class B, class... C>
 struct largest<A, B, C...> : largest<larger_t<A, B>, C...> {};
 
+// A leaf read alone is no candidate: a second load of the same element costs about nothing, and
+// leaves of one type are common (layer_norm's x, gamma and beta; bias_gelu's x and bias), so every
+// such kernel compiled its loop once more for a sharing that its values then refused.
+template <class E>
+struct worth_sharing : std::true_type {};
+template <class T, std::size_t R>
+struct worth_sharing<load_eval<T, R>> : std::false_type {};
+
 // The largest subtree of E (through elementwise nodes) that occurs in Root at least twice, reads
-// memory and is not shaped like one of Excl; void if there is none.
+// memory, is more than a leaf's load and is not shaped like one of Excl; void if there is none.
 template <class Root, class E, class... Excl>
-using shared_candidate_t = std::conditional_t<(occurrences<E, Root>::value >= 2 && reads_memory<E>::value &&
+using shared_candidate_t = std::conditional_t<(occurrences<E, Root>::value >= 2 && reads_memory<E>::value && worth_sharing<E>::value &&
                                                !(same_shape<E, Excl>::value || ...)),
                                               E, void>;
 template <class Root, class E, class... Excl>
