@@ -25,24 +25,19 @@ namespace fuse::detail {
 
 template <class Alloc>
 class buffer_pool {
+  // (A block it handed out is free again when the arena ends, not when a stream reaches that
+  // point; and it would keep one cache for every GPU.)
+  static_assert(Alloc::space != memory_space::device,
+                "fuse: device temporaries are stream-ordered (backend/cuda/memory.hpp), not pooled here");
+
  public:
   struct block {
     void* p = nullptr;
     std::size_t bytes = 0;  // the block's own size, at least what was asked for
   };
-  // One pool per device for an allocator of device memory (Alloc::current_device): a block made
-  // on one GPU must not serve a kernel on another.
   static buffer_pool& instance() {
-    if constexpr (requires { Alloc::current_device(); }) {
-      static std::mutex m;
-      static std::map<int, buffer_pool> pools;  // nodes never move: the references stay valid
-      const int device = Alloc::current_device();
-      std::lock_guard lock(m);
-      return pools[device];
-    } else {
-      static buffer_pool pool;
-      return pool;
-    }
+    static buffer_pool pool;
+    return pool;
   }
   // The smallest idle block of at least `bytes` that wastes at most a quarter of it (a framework's
   // caching allocator reuses a larger block too), else a new one.

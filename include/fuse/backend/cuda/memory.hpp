@@ -17,7 +17,6 @@ namespace fuse {
 namespace detail {
 struct device_allocator {
   static constexpr memory_space space = memory_space::device;
-  static int current_device() { return detail::current_device(); }  // a buffer_pool of it: one per device
   static void* allocate(std::size_t bytes) {
     if (bytes == 0) return nullptr;
     void* p = nullptr;
