@@ -220,59 +220,36 @@ TEST_CASE("a broken group on two threads: many results, and a reduction root int
   }
 }
 
-TEST_CASE("rows contiguous by type: a leaf broadcast along rows split across threads, or past 65536, takes the fallback") {
-  // One row of 65536 (as long as rows of copies go, and long enough for two threads) times
-  // c [1, 1]: on two threads the row is split, c read at a stride of 0. A kernel of tensors and
-  // contiguous views is compiled for contiguous rows alone (backend/cpu/row_kernel.hpp,
-  // contiguous_rows_only_v): the fallback runs it, its max once, and the plan says so.
-  constexpr index_t n = 65536;
-  auto x = random<float, 2>({1, n}, 80);
-  auto c = random<float, 2>({1, 1}, 81, 0.5, 1.5);
-  auto e = fuse::softmax(x * c, fuse::axis<-1>);
-  const auto two = fuse::plan(fuse::cpu{2}, e);
-  INFO(two);
-  REQUIRE(two.kernels == 5);
-  CHECK(two.lines[0].what == "elementwise mul(x0, x1)");
-  CHECK(two.lines[1].what == "row kernel, 1 phase [max]: max(t0)");
-  CHECK(two.lines[4].what.starts_with("elementwise mul(exp(sub(mul(x0, x1), t1)), div(1, t3)) (split at run time: a leaf broadcast along rows"));
-  CHECK(fuse::plan(fuse::cpu{1}, e).kernels == 1);
-  std::vector<double> row(n);
-  for (index_t j = 0; j < n; ++j) row[std::size_t(j)] = double(x(0, j) * c(0, 0));
-  const auto ref = softmax_ref(row);
-  for (int threads : {1, 2}) {
-    INFO(threads << " threads");
-    auto y = fuse::eval(fuse::cpu{threads}, e);
-    for (index_t j = 0; j < n; ++j) REQUIRE(close(y(0, j), ref[std::size_t(j)], 1e-5, 1e-12));
-    // A strided view of the same data compiles strided rows: one kernel, the same values.
-    auto xs = fuse::view(x.data(), fuse::shape_t<2>{1, n}, fuse::shape_t<2>{n, 1});
-    auto es = fuse::softmax(xs * c, fuse::axis<-1>);
-    CHECK(fuse::plan(fuse::cpu{threads}, es).kernels == 1);
-    auto ys = fuse::eval(fuse::cpu{threads}, es);
-    for (index_t j = 0; j < n; ++j) REQUIRE(close(ys(0, j), ref[std::size_t(j)], 1e-5, 1e-12));
-  }
-  // In place: x = softmax(x * c) on two threads, through a temporary (the fallback reads x after
-  // writing it).
-  auto xi = fuse::eval(x);
-  fuse::assign(fuse::cpu{2}, xi, fuse::softmax(xi * c, fuse::axis<-1>));
-  for (index_t j = 0; j < n; ++j) REQUIRE(close(xi(0, j), ref[std::size_t(j)], 1e-5, 1e-12));
-
-  // layer_norm over rows of 70001 with gamma and beta of one element: past what rows of copies
-  // hold, on any number of threads.
-  auto x3 = random<float, 2>({3, 70001}, 82);
-  auto g = random<float, 1>({1}, 83, 0.5, 1.5);
-  auto b = random<float, 1>({1}, 84);
-  auto ln = fuse::layer_norm(x3, g, b, 1e-5f);
-  const auto pl = fuse::plan(fuse::cpu{1}, ln);
-  INFO(pl);
-  CHECK(pl.kernels > 1);
-  CHECK(pl.lines.back().what.find("(split at run time: a leaf broadcast along rows") != std::string::npos);
-  for (int threads : {1, 2}) {
-    auto y3 = fuse::eval(fuse::cpu{threads}, ln);
-    for (index_t i = 0; i < 3; ++i) {
-      std::vector<double> r(x3.data() + i * 70001, x3.data() + (i + 1) * 70001);
-      const double m = ref_mean(r), inv = 1 / std::sqrt(ref_var(r) + 1e-5);
-      for (index_t j = 0; j < 70001; ++j)
-        REQUIRE(close(y3(i, j), (r[std::size_t(j)] - m) * inv * g(0) + b(0), 1e-5, 1e-5));
+TEST_CASE("a broken group computes a reduction written twice once, and its plan lists it once") {
+  // x [2, 3, 2] against b [4, 3, 5]: max(b) over axes 0 and 2 written twice, once inside the sum
+  // of exponentials (softmax's pattern). The fallback's table of its own hands the second the
+  // first's result: four kernels (five before 2026-12-06).
+  auto x = random<float, 3>({2, 3, 2}, 90);
+  auto b = random<float, 3>({4, 3, 5}, 91, -4, 4);
+  const auto mx = over_axes_0_2(b, nan_max, -INFINITY);
+  std::vector<double> se(3, 0.0);
+  for (index_t i = 0; i < 4; ++i)
+    for (index_t j = 0; j < 3; ++j)
+      for (index_t k = 0; k < 5; ++k) se[std::size_t(j)] += std::exp(double(b(i, j, k)) - mx[std::size_t(j)]);
+  for (layout l : {layout::contiguous, layout::reversed, layout::step2}) {
+    INFO(fuse_test::name(l));
+    buffer<float, 3> bb({4, 3, 5}, l, -7.f);
+    auto bv = bb.view();
+    fuse::assign(bv, b);
+    auto e = x - fuse::max(bv, fuse::axes<0, 2>) + fuse::sum(fuse::exp(bv - fuse::max(bv, fuse::axes<0, 2>)), fuse::axes<0, 2>);
+    const auto p = fuse::plan(e);
+    INFO(p);
+    REQUIRE(p.kernels == 4);
+    CHECK(p.lines[0].what.starts_with("row kernel, 1 phase [max]: max(x1)"));
+    CHECK(p.lines[1].what.starts_with("elementwise exp(sub(x1, t0))"));
+    CHECK(p.lines[2].what.starts_with("row kernel, 1 phase [sum]: sum(t1)"));
+    CHECK(p.lines[3].what.starts_with("elementwise add(sub(x0, t0), t2)"));
+    for (int threads : {1, 2}) {
+      auto y = fuse::eval(fuse::cpu{threads}, e);
+      for (index_t i = 0; i < 2; ++i)
+        for (index_t j = 0; j < 3; ++j)
+          for (index_t k = 0; k < 2; ++k)
+            REQUIRE(close(y(i, j, k), double(x(i, j, k)) - mx[std::size_t(j)] + se[std::size_t(j)], 1e-5, 1e-5));
     }
   }
 }

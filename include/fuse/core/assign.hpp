@@ -184,14 +184,11 @@ decltype(auto) split_group(const Exec& exec, computed_for<Exec>& computed, const
   });  // the operands' kernels run left to right, as the plan lists them
 }
 
-// Fallback: the run-time fallback's generic kernel; ContiguousRows: a CPU row kernel compiled
-// for contiguous rows alone (runs_contiguous_rows has said yes).
-template <bool Fallback = false, bool ContiguousRows = false, class Exec, class It>
+template <bool Fallback = false, class Exec, class It>
 void run_checked(const Exec& exec, It& it, const auto& rerun_via_temporary) {
   if (it.empty()) return;
   if (destination_overlaps(it)) return rerun_via_temporary();
   if constexpr (Fallback) run_fallback(exec, it);
-  else if constexpr (ContiguousRows) run_row_kernel<false>(exec, it);
   else run(exec, it);
 }
 
@@ -290,10 +287,18 @@ void assign_fused_as_is(const Exec& exec, D&& d, const E& e, computed_for<Exec>*
       if (run_columns(exec, dst, g)) return;
     if constexpr (std::is_same_v<Exec, cpu> && short_row_reducible_v<G>)
       if (run_short_rows(exec, dst, g)) return;
-    // Run-time shapes break the group: every reduction below the root becomes its own kernel.
-    // (A table of its own: g is a local expression, whose nodes the outer table must not keep.)
-    // (Generic, so that a group without reductions compiles none of it.)
-    auto run_broken = [&](auto...) {
+    if constexpr (reduction_count_v<G> == 0) {
+      auto it = make_iteration(dst, g);
+      run_checked(exec, it, via_temporary);
+    } else if (fits_group<R, group::mask>(g, shape)) {
+      auto it = make_row_iteration<R>(dst, g, shape, group::mask);
+      run_checked(exec, it, via_temporary);
+    } else if (shape_t<R> rows = shape; widen_to_rows<R, group::mask>(g, rows)) {
+      auto it = make_row_iteration<R>(dst, g, rows, group::mask, true);  // one value per row
+      run_checked(exec, it, via_temporary);
+    } else {
+      // Run-time shapes break the group: every reduction below the root becomes its own kernel.
+      // (A table of its own: g is a local expression, whose nodes the outer table must not keep.)
       computed_for<Exec> fallback(exec);
       const auto split = split_group<R, group::mask, true>(exec, fallback, g);
       using S = std::remove_cvref_t<decltype(split)>;
@@ -307,29 +312,6 @@ void assign_fused_as_is(const Exec& exec, D&& d, const E& e, computed_for<Exec>*
         static_assert(is_reduce_v<S>, "fuse: the fallback leaves no reduction below the root");
         run_fallback_reduction_of(exec, fallback.arena, dst, split);
       }
-    };
-    // Row kernels compiled for contiguous rows alone (row_kernel.hpp) send the rest here too.
-    constexpr bool contiguous_rows = std::is_same_v<Exec, cpu> && contiguous_rows_only_v<G, R, group::mask> &&
-                                     contiguous_last_axis_v<std::remove_cvref_t<D>>;
-    auto run_rows = [&](auto& it) {
-      if constexpr (contiguous_rows) {
-        if (!runs_contiguous_rows(exec, it)) return run_broken();
-        run_checked<false, true>(exec, it, via_temporary);
-      } else {
-        run_checked(exec, it, via_temporary);
-      }
-    };
-    if constexpr (reduction_count_v<G> == 0) {
-      auto it = make_iteration(dst, g);
-      run_checked(exec, it, via_temporary);
-    } else if (fits_group<R, group::mask>(g, shape)) {
-      auto it = make_row_iteration<R>(dst, g, shape, group::mask);
-      run_rows(it);
-    } else if (shape_t<R> rows = shape; widen_to_rows<R, group::mask>(g, rows)) {
-      auto it = make_row_iteration<R>(dst, g, rows, group::mask, true);  // one value per row
-      run_rows(it);
-    } else {
-      run_broken();
     }
   }
 }

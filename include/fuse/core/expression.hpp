@@ -100,21 +100,5 @@ inline constexpr bool row_invariant_v = false;
 template <class E>
 inline constexpr std::size_t reduction_count_v = 0;
 
-// Does every leaf of E read its own last axis with stride 1 by its type (a tensor, a contiguous
-// view, a scalar; full and iota)? Rows along E's last axis are then contiguous at run time unless
-// a leaf is broadcast along it, and the CPU row kernel need not compile strided rows
-// (core/assign.hpp). Nodes specialise it by their operands; anything else says no.
-template <class E>
-inline constexpr bool contiguous_last_axis_v = [] {
-  if constexpr (requires { E::kind; }) {
-    if constexpr (E::kind != node_kind::leaf) return false;
-    else if constexpr (E::rank == 0) return true;
-    else if constexpr (requires { E::is_strided; }) return !E::is_strided;
-    else return false;
-  } else {
-    return false;
-  }
-}();
-
 }  // namespace detail
 }  // namespace fuse

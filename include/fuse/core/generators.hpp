@@ -71,13 +71,6 @@ auto iota(const shape_t<R>& shape) {
   return iota_expr<detail::normalize_axis<K, R>(), R>{{}, shape};
 }
 
-namespace detail {
-template <class T, std::size_t R>
-inline constexpr bool contiguous_last_axis_v<full_expr<T, R>> = true;
-template <std::size_t K, std::size_t R>
-inline constexpr bool contiguous_last_axis_v<iota_expr<K, R>> = true;
-}  // namespace detail
-
 // table[indices[...], :] (numpy.take along axis 0): shape indices.shape + table.shape[1:].
 template <class Table, class Indices>
 struct take_expr : detail::expr_tag {

@@ -303,8 +303,6 @@ template <class F, class... A>
 inline constexpr std::size_t reduction_count_v<map_expr<F, A...>> = (std::size_t{0} + ... + reduction_count_v<A>);
 template <class F, class... A>
 inline constexpr bool row_invariant_v<map_expr<F, A...>> = (row_invariant_v<A> && ...);
-template <class F, class... A>
-inline constexpr bool contiguous_last_axis_v<map_expr<F, A...>> = (contiguous_last_axis_v<A> && ...);
 }
 
 // Builds a map_expr, holding each operand as detail::hold_operand says.

@@ -53,7 +53,6 @@ class basic_tensor : public detail::expr_tag {
   static constexpr node_kind kind = node_kind::leaf;
   static constexpr memory_space space = Alloc::space;
   static constexpr shape_t<rank> static_shape = dextents<Rank>::static_shape;
-  static constexpr bool is_strided = false;
   using view_type = basic_view<T, dextents<Rank>, false, space>;
   using const_view_type = basic_view<const T, dextents<Rank>, false, space>;
 
@@ -168,7 +167,6 @@ class owned_view : public expr_tag {
   static constexpr node_kind kind = node_kind::leaf;
   static constexpr memory_space space = View::space;
   static constexpr shape_t<rank> static_shape = View::static_shape;
-  static constexpr bool is_strided = View::is_strided;
 
   owned_view(const View& v, std::shared_ptr<const void> owner) : view_(v), owner_(std::move(owner)) {}
   // A leaf held by a node, not a destination: `=` from another owned_view rebinds (view_'s own `=`

@@ -247,10 +247,6 @@ template <class Op, std::uint32_t M, bool K, class C>
 inline constexpr std::size_t reduction_count_v<reduce_expr<Op, M, K, C>> = 1 + reduction_count_v<C>;
 template <std::size_t K, class I>
 inline constexpr std::size_t reduction_count_v<squeezed_reduce<K, I>> = reduction_count_v<I>;
-template <class Op, std::uint32_t M, bool K, class C>
-inline constexpr bool contiguous_last_axis_v<reduce_expr<Op, M, K, C>> = contiguous_last_axis_v<C>;
-template <std::size_t K, class I>
-inline constexpr bool contiguous_last_axis_v<squeezed_reduce<K, I>> = contiguous_last_axis_v<I>;
 
 template <class E>
 inline constexpr bool is_squeezed_v = false;

@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "fuse/backend/cpu/row_kernel.hpp"
 #include "fuse/backend/eager.hpp"
 #include "fuse/core/generators.hpp"
 #include "fuse/core/node_identity.hpp"
@@ -215,7 +214,6 @@ struct plan_builder {
   };
   std::vector<computed> reductions{};
   bool column_pairs = false;  // the executor runs a column pair as one kernel (fuse::cpu)
-  const cpu* host = nullptr;  // fuse::cpu's row kernels run only contiguous rows of some groups
 
   template <class A>
   const std::string* computed_before(const A& a) const {
@@ -471,22 +469,10 @@ std::string emit_plain_group(const E& e, plan_builder& p) {
   emit_leaving<R, G::mask>(e, p, before);
   // Run-time shapes that break the group make each reduction below its root a kernel.
   shape_t<R> rows = shape;
-  const bool fits = fits_group<R, G::mask>(e, shape);
   std::vector<plan_builder::computed> split_done;
-  group_walk g{.plan = p, .before = before, .split = !fits && !widen_to_rows<R, G::mask>(e, rows), .split_done = &split_done};
+  group_walk g{.plan = p, .before = before, .split = !fits_group<R, G::mask>(e, shape) && !widen_to_rows<R, G::mask>(e, rows),
+               .split_done = &split_done};
   if (g.split) note += " (split at run time: a reduction's extent differs from the group's)";
-  if constexpr (contiguous_rows_only_v<E, R, G::mask> && reduction_count_v<E> > 0) {
-    // Into a fresh (contiguous) destination, as assign_fused builds the row kernel.
-    if (p.host && !g.split) {
-      const auto out = e.shape();
-      const destination<typename E::value_type, E::rank> dst{nullptr, out, contiguous_strides(out)};
-      const auto it = make_row_iteration<R>(dst, e, fits ? shape : rows, G::mask, !fits);
-      if (!runs_contiguous_rows(*p.host, it)) {
-        g.split = true;
-        note += " (split at run time: a leaf broadcast along rows split across threads, or longer than 65536)";
-      }
-    }
-  }
   if constexpr (is_reduce_v<E>)
     if (g.split) return emit_fallback_reduction<R, G::mask>(e, g, note);
   const std::string what = walk_group<R, G::mask>(e, g);
@@ -574,7 +560,7 @@ std::string eager_kernels(const E& e, plan_report& p, leaf_table& names) {
 // The plan `exec` would run for `e` (fuse::eager(exec): one kernel per interior node).
 template <class Exec, class E>
   requires expression<E> || scalar<E>
-plan_report plan([[maybe_unused]] const Exec& exec, const E& expr) {
+plan_report plan(const Exec&, const E& expr) {
   if constexpr (expression<E>)
     static_assert(detail::spaces_compatible(Exec::space, E::space),
                   "fuse::plan: the executor and the expression's memory are in different spaces "
@@ -593,7 +579,6 @@ plan_report plan([[maybe_unused]] const Exec& exec, const E& expr) {
     p.executor = "fused";
     detail::plan_builder b{p};
     b.column_pairs = std::is_same_v<Exec, cpu>;
-    if constexpr (std::is_same_v<Exec, cpu>) b.host = &exec;
     detail::emit_group(e, b);
   }
   return p;

@@ -372,9 +372,8 @@ inline bool splits_rows(int threads, index_t rows) {
 #endif
 }
 
-// threads: threads_for(it); copied: cpu_reading(it).copied, `it` marked unit. Strided: rows that
-// are not contiguous compiled too (otherwise it.unit holds).
-template <bool Strided, class It>
+// threads: threads_for(it); copied: cpu_reading(it).copied, `it` marked unit.
+template <class It>
 void run_row_kernel_on(const It& it, [[maybe_unused]] int threads, copied_leaves copied) {
   const index_t rows = it.rows();
   const bool reuse = may_cache(it);
@@ -382,15 +381,12 @@ void run_row_kernel_on(const It& it, [[maybe_unused]] int threads, copied_leaves
   const bool online = may_online(it);
   auto body = [&](index_t t, index_t nt) {
     const index_t b = rows * t / nt, e = rows * (t + 1) / nt;
-    if (!Strided || it.unit) run_rows<true>(it, b, e, reuse, stream, online, copied);
-    else if constexpr (Strided) run_rows<false>(it, b, e, reuse, stream, false);
+    if (it.unit) run_rows<true>(it, b, e, reuse, stream, online, copied);
+    else run_rows<false>(it, b, e, reuse, stream, false);
     publish_streamed(stream);
   };
 #if defined(_OPENMP)
-  if (splits_rows(threads, rows)) {
-    if (!Strided || it.unit) return run_split_rows<true>(it, threads, stream, online);
-    if constexpr (Strided) return run_split_rows<false>(it, threads, stream, false);
-  }
+  if (splits_rows(threads, rows)) return it.unit ? run_split_rows<true>(it, threads, stream, online) : run_split_rows<false>(it, threads, stream, false);
   if (threads > 1) {
 #pragma omp parallel num_threads(threads)
     body(omp_get_thread_num(), omp_get_num_threads());
@@ -401,17 +397,10 @@ void run_row_kernel_on(const It& it, [[maybe_unused]] int threads, copied_leaves
 }
 
 template <class It>
-int row_kernel_threads(const cpu& exec, const It& it) {
-  return threads_for(exec, it.rows() * std::max<index_t>(it.row_elements(), 1));
-}
-
-// Strided = false: a kernel compiled for contiguous rows alone, for an `it` that
-// runs_contiguous_rows says yes to.
-template <bool Strided = true, class It>
 void run_row_kernel(const cpu& exec, const It& it) {
   const index_t rows = it.rows();
   if (rows == 0) return;
-  const int threads = row_kernel_threads(exec, it);
+  const int threads = threads_for(exec, rows * std::max<index_t>(it.row_elements(), 1));
   // A leaf that stays put along the rows (x * s[N, 1]) read through rows of copies, or take's
   // index: the rows are then contiguous. Not where rows are split across threads (fewer rows than
   // threads).
@@ -419,30 +408,10 @@ void run_row_kernel(const cpu& exec, const It& it) {
     if (const cpu_row_reading r = cpu_reading(it); r.contiguous) {
       auto contiguous = it;
       contiguous.unit = true;
-      return run_row_kernel_on<false>(contiguous, threads, r.copied);
+      return run_row_kernel_on(contiguous, threads, r.copied);
     }
   }
-  run_row_kernel_on<Strided>(it, threads, {});
+  run_row_kernel_on(it, threads, {});
 }
-
-// Does run_row_kernel run `it` over contiguous rows (it.unit, or made so by rows of copies)?
-template <class It>
-bool runs_contiguous_rows(const cpu& exec, const It& it) {
-  if (it.unit || it.rows() == 0) return true;
-  return !splits_rows(row_kernel_threads(exec, it), it.rows()) && cpu_reading(it).contiguous;
-}
-
-// Is the row kernel of group G (rank R, row axes M) compiled for contiguous rows alone? Where its
-// rows are trailing axes (softmax's last, layer_norm's; not a batch norm's N, H, W of NCHW, whose
-// rows are runs a channel apart, and along N alone for planes of one element) and every leaf
-// reads its last axis contiguously by its type, rows are contiguous at run time but where a leaf
-// is broadcast along them past what rows of copies hold, or along rows split across threads:
-// those rare cases take assign_fused's run-time fallback, which is compiled anyway (a quarter of
-// a softmax assign's code and build time; with the destination's type, core/assign.hpp;
-// plan/report.hpp says so in the plan).
-template <std::size_t R, std::uint32_t M>
-inline constexpr bool trailing_axes = M != 0 && M + (M & (~M + 1)) == (std::uint32_t(1) << R);
-template <class G, std::size_t R, std::uint32_t M>
-inline constexpr bool contiguous_rows_only_v = trailing_axes<R, M> && contiguous_last_axis_v<G>;
 
 }  // namespace fuse::detail
