@@ -253,3 +253,34 @@ TEST_CASE("a broken group computes a reduction written twice once, and its plan 
     }
   }
 }
+
+TEST_CASE("a full reduction of other data inside a softmax does not set the group's rows") {
+  // softmax(x + sum(w)) with w [3, 4]: the group took the first reduction met (pre-order), the
+  // full sum, as its rows; the softmax's max and sum over the last axis then differed from the
+  // group's extents at run time (five kernels). A reduction over some axes comes first now: the
+  // sum is a kernel of its own, the softmax one row kernel reading it.
+  auto x = random<float, 2>({5, 37}, 92);
+  auto w = random<float, 2>({3, 4}, 93, -0.5, 0.5);
+  auto e = fuse::softmax(x + fuse::sum(w, fuse::axes<0, 1>), fuse::axis<-1>);
+  static_assert(fuse::kernels_v<decltype(e)> == 2);
+  const auto p = fuse::plan(e);
+  INFO(p);
+  REQUIRE(p.kernels == 2);
+  CHECK(p.lines[0].what.starts_with("row kernel, 1 phase [sum]: sum(x0)"));
+  CHECK(p.lines[1].what.starts_with("row kernel, 2 phases [max, sum]:"));
+  double s = 0;
+  for (index_t i = 0; i < 12; ++i) s += w.data()[i];
+  for (int threads : {1, 2}) {
+    auto y = fuse::eval(fuse::cpu{threads}, e);
+    for (index_t i = 0; i < 5; ++i) {
+      std::vector<double> row(37);
+      for (index_t j = 0; j < 37; ++j) row[std::size_t(j)] = double(x(i, j)) + s;
+      const auto ref = softmax_ref(row);
+      for (index_t j = 0; j < 37; ++j) REQUIRE(close(y(i, j), ref[std::size_t(j)], 1e-5, 1e-9));
+    }
+  }
+  // With only full reductions their axes are the rows still: x - mean(x) over [5, 37] is one kernel.
+  auto c = x - fuse::mean(x, fuse::axes<0, 1>);
+  static_assert(fuse::kernels_v<decltype(c)> == 1);
+  CHECK(fuse::plan(c).kernels == 1);
+}

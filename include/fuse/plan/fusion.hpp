@@ -5,7 +5,8 @@
 //  2. a kernel (a *group*) starts at the root and grows downwards through elementwise nodes,
 //     views, generators and leaves, which always join;
 //  3. a group has row axes: those of a reduction root, or else those of the first reduction met
-//     (pre-order) whose axes include the last one. A reduction joins the group as a *phase* when
+//     (pre-order) whose axes include the last one and are not all of the group's (a full
+//     reduction's only where there is no other). A reduction joins the group as a *phase* when
 //     it reduces exactly the group's row axes and those include the last axis (its result is then
 //     constant along the row and broadcast back: softmax, layer norm, a training batch norm over
 //     N, H, W of NCHW). Any other reduction starts a group of its own, whose small result the
@@ -47,20 +48,30 @@ constexpr std::uint32_t group_mask_of() {
 // axes only: a training batch norm was three kernels (the mean, the variance, the normalisation),
 // x read three times; as one its channel is read from memory once ([16, 64, 112, 112], 2 threads:
 // 11 -> 20-21 GB/s, design.md §3).
-template <std::size_t R, class E>
-constexpr std::uint32_t first_row_mask() {
+// Full: whether a reduction over every axis of the group counts.
+template <std::size_t R, class E, bool Full>
+constexpr std::uint32_t first_row_mask_of() {
   if constexpr (is_reduce_v<E>) {
     constexpr std::uint32_t m = group_mask_of<E, R>();
-    return includes_last_axis<R>(m) ? m : 0;
+    return includes_last_axis<R>(m) && (Full || m != all_axes_mask<R>) ? m : 0;
   } else if constexpr (E::kind == node_kind::elementwise) {
     return []<class... A>(const tuple<A...>*) {
       std::uint32_t m = 0;
-      ((m = m ? m : first_row_mask<R, A>()), ...);
+      ((m = m ? m : first_row_mask_of<R, A, Full>()), ...);
       return m;
     }(static_cast<const decltype(E::args)*>(nullptr));
   } else {
     return 0;
   }
+}
+// A reduction over some axes first; one over all of them only where there is none. A full
+// reduction is one value however large its operand, often a different array's
+// (`softmax(x + sum(w))`): taking its axes made the softmax's own max and sum over the last axis
+// "differ from the group's" extents at run time, and the group ran as the fallback's five kernels.
+template <std::size_t R, class E>
+constexpr std::uint32_t first_row_mask() {
+  constexpr std::uint32_t partial = first_row_mask_of<R, E, false>();
+  return partial != 0 ? partial : first_row_mask_of<R, E, true>();
 }
 
 // The operand rank of the first reduction over every axis of its operand met below E (pre-order,
