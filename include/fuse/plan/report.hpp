@@ -217,7 +217,12 @@ struct plan_builder {
 
   template <class A>
   const std::string* computed_before(const A& a) const {
-    for (const computed& c : reductions)
+    return find(reductions, a);
+  }
+  // The name of a's result in `list`, if a reduction equal to a is there.
+  template <class A>
+  static const std::string* find(const std::vector<computed>& list, const A& a) {
+    for (const computed& c : list)
       if (same_as(c.ref, a)) return &c.name;
     return nullptr;
   }
@@ -288,8 +293,7 @@ std::string walk_operand(const A& a, group_walk& g) {
     if (joins_group<A, R, M> && !g.split) return walk_group<R, M>(a, g);
     g.temp_bytes += shape_size(a.shape()) * index_t(sizeof(typename A::value_type));
     if constexpr (joins_group<A, R, M>) {
-      for (const auto& c : *g.split_done)
-        if (same_as(c.ref, a)) return c.name;
+      if (const std::string* done = plan_builder::find(*g.split_done, a)) return *done;
       std::string name = emit_split_reduction<R, M>(a, g.plan, g.before, *g.split_done);
       g.split_done->push_back({ref_of(a), name});
       return name;
