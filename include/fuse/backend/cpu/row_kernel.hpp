@@ -22,6 +22,7 @@
 #include "fuse/backend/cpu/row_online.hpp"
 #include "fuse/backend/cpu/row_reduce.hpp"
 #include "fuse/backend/cpu/row_batch.hpp"
+#include "fuse/backend/cpu/row_tiles.hpp"
 #include "fuse/backend/cpu/row_write.hpp"
 #include "fuse/core/row_iteration.hpp"
 #include "fuse/core/shared_subtree.hpp"
@@ -379,8 +380,16 @@ void run_row_kernel_on(const It& it, [[maybe_unused]] int threads, copied_leaves
   const bool reuse = may_cache(it);
   const bool stream = streams(it);
   const bool online = may_online(it);
+  const bool tiled = tiles_row_kernel(it, reuse);
   auto body = [&](index_t t, index_t nt) {
     const index_t b = rows * t / nt, e = rows * (t + 1) / nt;
+    if constexpr (row_tiles_compiled<It>()) {
+      if (tiled) {
+        run_row_tiles(it, b, e, stream);
+        publish_streamed(stream);
+        return;
+      }
+    }
     if (it.unit) run_rows<true>(it, b, e, reuse, stream, online, copied);
     else run_rows<false>(it, b, e, reuse, stream, false);
     publish_streamed(stream);
