@@ -160,15 +160,22 @@ TEST_CASE("a repeated subexpression is evaluated once per element, only when the
     check(y, x, x);
   }
   SECTION("in a row kernel: a phase's operand and the epilogue") {
-    auto z = fuse::map(count, x, bias);
-    auto y = fuse::eval(one, z * z - fuse::sum(z * z, fuse::axis<-1>));
-    CHECK(calls == 2 * m * n);  // once in the phase, once in the epilogue
-    for (index_t r = 0; r < m; ++r) {
-      double s = 0;
-      for (index_t j = 0; j < n; ++j) s += double(x(r, j) + bias(j)) * double(x(r, j) + bias(j));
-      for (index_t j = 0; j < n; ++j) {
-        const double zz = double(x(r, j) + bias(j));
-        REQUIRE(near(y(r, j), zz * zz - s, 1e-5, 1e-3));
+    // Rows of 101, and contiguous rows of 8 (a copy of their first 8), which run as tiles of rows
+    // (row_tiles.hpp).
+    for (const index_t k : {n, index_t(8)}) {
+      CAPTURE(k);
+      auto xs = fuse::eval(fuse::slice<1>(x, 0, k));
+      calls = 0;
+      auto z = fuse::map(count, xs, fuse::slice<0>(bias, 0, k));
+      auto y = fuse::eval(one, z * z - fuse::sum(z * z, fuse::axis<-1>));
+      CHECK(calls == 2 * m * k);  // once in the phase, once in the epilogue
+      for (index_t r = 0; r < m; ++r) {
+        double s = 0;
+        for (index_t j = 0; j < k; ++j) s += double(x(r, j) + bias(j)) * double(x(r, j) + bias(j));
+        for (index_t j = 0; j < k; ++j) {
+          const double zz = double(x(r, j) + bias(j));
+          REQUIRE(near(y(r, j), zz * zz - s, 1e-5, 1e-3));
+        }
       }
     }
   }

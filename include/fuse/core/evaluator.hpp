@@ -317,6 +317,25 @@ struct slot_eval {
   void for_each_tracker(F&&) {}
 };
 
+// Slot K's value at element i of a tile of rows read flat (backend/cpu/row_tiles.hpp): its row's
+// value, spread along the row into a buffer.
+template <class T, std::size_t K>
+struct spread_eval {
+  using value_type = T;
+  static constexpr std::size_t index = K;
+  const T* values = nullptr;
+  FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t*) {}
+  FUSE_HOST_DEVICE FUSE_INLINE void bind(const row_slot*) {}
+  template <bool Unit, class... Env>
+  FUSE_HOST_DEVICE FUSE_INLINE T at(index_t i, const Env&...) const { return values[i]; }
+  template <class F>
+  void for_each_tracker(F&&) {}
+};
+template <class E>
+inline constexpr bool is_spread_eval_v = false;
+template <class T, std::size_t K>
+inline constexpr bool is_spread_eval_v<spread_eval<T, K>> = true;
+
 // Gather: table[indices[outer axes], inner axes]. The index comes from a child evaluator; the
 // table offset is index * row_stride plus an affine offset over the trailing (table) axes.
 //

@@ -17,6 +17,8 @@ template <class A, class B>
 struct same_shape : std::is_same<A, B> {};
 template <class T, std::size_t K1, std::size_t K2>
 struct same_shape<slot_eval<T, K1>, slot_eval<T, K2>> : std::true_type {};
+template <class T, std::size_t K1, std::size_t K2>
+struct same_shape<spread_eval<T, K1>, spread_eval<T, K2>> : std::true_type {};
 template <class T, class I1, class I2>
 struct same_shape<invariant_eval<T, I1>, invariant_eval<T, I2>> : same_shape<I1, I2> {};
 template <class R, class C, class F, class... A, class... B>
@@ -37,6 +39,8 @@ bool same_value(const A& a, const B& b, const int* alias) {
       ((same = same && same_value(get<I>(a.args), get<I>(b.args), alias)), ...);
     }(std::make_index_sequence<decltype(a.args)::size>{});
     return same;
+  } else if constexpr (is_spread_eval_v<A>) {  // a repeated phase's slot reads the same buffer
+    return a.values == b.values;
   } else if constexpr (requires { a.load; a.in_register; }) {  // CUDA's register_or_load: members, not padding
     return a.in_register == b.in_register && same_value(a.load, b.load, alias);
   } else if constexpr (requires { a.inner; }) {  // invariant_eval

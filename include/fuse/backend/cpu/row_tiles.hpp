@@ -15,6 +15,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <type_traits>
 
@@ -38,19 +39,6 @@ inline constexpr index_t row_tile_elements = 512;
 inline constexpr index_t row_tile_rows = 32;
 static_assert(row_tile_rows * row_tile_max <= tile_elements && row_tile_elements <= tile_elements,
               "fuse: a row tile fits tile_rows' copies");
-
-// Slot K's value at element i of the tile: its row's value, spread along the row.
-template <class T, std::size_t K>
-struct spread_eval {
-  using value_type = T;
-  const T* values = nullptr;
-  FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t*) {}
-  FUSE_HOST_DEVICE FUSE_INLINE void bind(const row_slot*) {}
-  template <bool Unit, class... Env>
-  FUSE_HOST_DEVICE FUSE_INLINE T at(index_t i, const Env&...) const { return values[i]; }
-  template <class F>
-  void for_each_tracker(F&&) {}
-};
 
 // Can E be read flat over a tile with its slots spread? Leaves that read memory or an index (a
 // tile_read of `none` keeps them off at run time), constants, cached operands and holes, and the
@@ -171,10 +159,11 @@ class row_tile_buffers {
   unsigned char* cached_ = nullptr;
 };
 
-// Phase k over a tile of `rows` rows of n elements: its operand into a buffer, each row reduced,
-// its value spread into slot's buffer. buf: where the operand goes (the reused phase's own buffer).
+// Phase k over a tile of `rows` rows of n elements: its operand into a buffer (a repeated
+// subexpression once per element, as `shared` plans), each row reduced, its value spread into
+// the slot's buffer. buf: where the operand goes (the reused phase's own buffer).
 template <class P>
-FUSE_INLINE void run_tile_phase(const P& p, index_t rows, index_t n, void* buf, void* spread) {
+FUSE_INLINE void run_tile_phase(const P& p, const shared_plan& shared, index_t rows, index_t n, void* buf, void* spread) {
   using C = typename P::child_type;
   using CT = typename C::value_type;
   using Op = typename P::op;
@@ -184,8 +173,10 @@ FUSE_INLINE void run_tile_phase(const P& p, index_t rows, index_t n, void* buf, 
   CT* const values = static_cast<CT*>(buf);
   Result* const out = static_cast<Result*>(spread);
   const index_t e = rows * n;
-  FUSE_SIMD_LOOP
-  for (index_t i = 0; i < e; ++i) values[i] = p.child.template at<true>(i);
+  with_shared(p.child, shared, [&](const auto& c) {
+    FUSE_SIMD_LOOP
+    for (index_t i = 0; i < e; ++i) values[i] = c.template at<true>(i);
+  });
   // Each row's elements in order, the rows side by side in lanes (the combine vectorised and
   // free of branches: max's NaN test as a blend).
   Acc acc[std::max(row_tile_elements / 2, row_tile_rows)];
@@ -253,6 +244,11 @@ void run_row_tiles(const It& it, index_t first, index_t last, bool stream) {
       it.phases);
   auto flat = with_evaluators(it, epilogue, phases);
   tile_rows tiles(flat, true, n, std::integral_constant<std::size_t, R>{});
+  // (Planned on the spread evaluators: a repeated phase's slot reads the same buffer.)
+  const shared_plan epilogue_shared = plan_shared(flat.eval, nullptr);
+  std::array<shared_plan, P> phase_shared;
+  std::size_t s = 0;
+  for_each(flat.phases, [&](const auto& p) { phase_shared[s++] = plan_shared(p.child, nullptr); });
   stream_prefetch<R> pf(it, false);
   index_t idx[R] = {};
   for (index_t o = first; o < last;) {
@@ -267,19 +263,19 @@ void run_row_tiles(const It& it, index_t first, index_t last, bool stream) {
       using Q = std::remove_cvref_t<decltype(p)>;
       if (it.alias[q++] >= 0) return;
       void* buf = int(q - 1) == cached ? bufs.cached() : bufs.operand();
-      run_tile_phase(p, rows, n, buf, bufs.spread(Q::slot));
+      run_tile_phase(p, phase_shared[q - 1], rows, n, buf, bufs.spread(Q::slot));
     });
     T* row = it.out + row_offset<R>(it.out_stride, idx);
     const index_t e = rows * n;
-    if constexpr (can_stream_v<T>) {
-      if (stream) {
-        write_streaming(row, flat.eval, 0, e, pf);
-        o += rows;
-        continue;
+    with_shared(flat.eval, epilogue_shared, [&](const auto& ev) {
+      // Streamed as the elementwise kernel streams (executor.hpp): large outputs of an epilogue
+      // that is not arithmetic-bound.
+      if constexpr (can_stream_v<T> && streams_by_flops<std::remove_cvref_t<decltype(ev)>>) {
+        if (stream) return write_streaming(row, ev, 0, e, pf);
       }
-    }
-    FUSE_SIMD_LOOP
-    for (index_t i = 0; i < e; ++i) row[i] = flat.eval.template at<true>(i);
+      FUSE_SIMD_LOOP
+      for (index_t i = 0; i < e; ++i) row[i] = ev.template at<true>(i);
+    });
     o += rows;
   }
 }
