@@ -250,3 +250,50 @@ TEST_CASE("short rows as tiles: tiles stop at the end of an axis; NaN, infinitie
     }
   }
 }
+
+// One value per row (a reduction root, or an elementwise root of reductions) over rows that run
+// as tiles: the epilogue at each row's first element, written with the destination's stride
+// between rows (here also a column of a wider tensor, and [a, b, 1] over [a, b, n]).
+TEST_CASE("short rows as tiles: one value per row, into strided destinations", "[batch][tiles]") {
+  for (int threads : {1, 2}) {
+    const fuse::cpu exec{.threads = threads};
+    for (index_t n : {index_t(2), index_t(5), index_t(8), index_t(16), tile_limit - 1}) {
+      for (index_t m : {1, 33, 1027}) {
+        CAPTURE(threads, n, m);
+        auto x = random<float, 2>({m, n}, unsigned(700 * m + n), -4, 4);
+        auto t = random<float, 2>({m, 1}, unsigned(m + 6), 0.5, 2);
+        fuse::tensor<float, 2> v(m, 1), l(m, 1), d(m, 1), wide(m, 3);
+        fuse::assign(exec, v, fuse::var(x, fuse::axis<-1>));
+        fuse::assign(exec, l, fuse::logsumexp(x * t, fuse::axis<-1>));
+        fuse::assign(exec, d, fuse::max(x, fuse::axis<-1>) - fuse::mean(x, fuse::axis<-1>));
+        std::fill(wide.data(), wide.data() + wide.size(), 7.f);
+        auto column = fuse::slice<1>(wide, 1, 2);
+        fuse::assign(exec, column, fuse::sum(x, fuse::axis<-1>) * t + fuse::min(x, fuse::axis<-1>));
+        for (index_t r = 0; r < m; ++r) {
+          const auto row = row_of(x, r);
+          std::vector<double> scaled(row);
+          for (auto& s : scaled) s *= t(r, 0);
+          const double smx = ref_max(scaled);
+          double se = 0, mn = row[0];
+          for (double s : scaled) se += std::exp(s - smx);
+          for (double s : row) mn = std::min(mn, s);
+          REQUIRE(close(v(r, 0), ref_var(row), 1e-5, 1e-6));
+          REQUIRE(close(l(r, 0), smx + std::log(se), 1e-6, 1e-6));
+          REQUIRE(close(d(r, 0), ref_max(row) - ref_mean(row), 1e-6, 1e-6));
+          REQUIRE(close(wide(r, 1), ref_sum(row) * t(r, 0) + mn, 1e-5, 1e-5));
+          REQUIRE(wide(r, 0) == 7.f);
+          REQUIRE(wide(r, 2) == 7.f);
+        }
+      }
+    }
+    auto z = random<float, 3>({3, 37, 5}, 15, -3, 3);
+    fuse::tensor<float, 3> zv(3, 37, 1);
+    fuse::assign(exec, zv, fuse::var(z, fuse::axis<-1>));
+    for (index_t a = 0; a < 3; ++a)
+      for (index_t r = 0; r < 37; ++r) {
+        std::vector<double> row;
+        for (index_t j = 0; j < 5; ++j) row.push_back(z(a, r, j));
+        REQUIRE(close(zv(a, r, 0), ref_var(row), 1e-5, 1e-6));
+      }
+  }
+}

@@ -116,8 +116,9 @@ bool tiles_row_kernel(const It& it, bool reuse) {
   } else {
     constexpr std::size_t R = It::rank;
     const index_t n = it.shape[R - 1];
-    if (!it.unit || it.root_reduction || it.inner_first != R - 1 || n < 2 || n >= row_tile_max) return false;
-    if (it.out_stride[R - 1] != 1 || it.out_stride[R - 2] != n) return false;
+    if (!it.unit || it.inner_first != R - 1 || n < 2 || n >= row_tile_max) return false;
+    // Rows written one after another, or one value per row (a reduction root).
+    if (it.root_reduction ? it.out_stride[R - 1] != 0 : it.out_stride[R - 1] != 1 || it.out_stride[R - 2] != n) return false;
     if (cached_phase<decltype(it.eval), decltype(it.phases)>() >= 0 && !reuse) return false;
     auto copy = it;  // for_each_tracker is not const
     bool ok = true;
@@ -267,6 +268,14 @@ void run_row_tiles(const It& it, index_t first, index_t last, bool stream) {
     });
     T* row = it.out + row_offset<R>(it.out_stride, idx);
     const index_t e = rows * n;
+    if (it.root_reduction) {  // one value per row: the epilogue at each row's first element
+      const index_t step = it.out_stride[R - 2];
+      with_shared(flat.eval, epilogue_shared, [&](const auto& ev) {
+        for (index_t b = 0; b < rows; ++b) row[b * step] = static_cast<T>(ev.template at<true>(b * n));
+      });
+      o += rows;
+      continue;
+    }
     with_shared(flat.eval, epilogue_shared, [&](const auto& ev) {
       // Streamed as the elementwise kernel streams (executor.hpp): large outputs of an epilogue
       // that is not arithmetic-bound.
