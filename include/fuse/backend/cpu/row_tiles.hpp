@@ -38,7 +38,7 @@ inline constexpr index_t row_tile_max = FUSE_ROW_TILE_MAX;
 inline constexpr index_t row_tile_elements = 512;
 inline constexpr index_t row_tile_rows = 32;
 static_assert(row_tile_rows * row_tile_max <= tile_elements && row_tile_elements <= tile_elements,
-              "fuse: a row tile fits tile_rows' copies");
+              "fuse: FUSE_ROW_TILE_MAX at most 32: a tile of 32 rows must fit tile_rows' copies");
 
 // Can E be read flat over a tile with its slots spread? Leaves that read memory or an index (a
 // tile_read of `none` keeps them off at run time), constants, cached operands and holes, and the
