@@ -143,7 +143,8 @@ class row_tile_buffers {
     [&]<std::size_t... K>(std::index_sequence<K...>) {
       auto one = [&]<std::size_t q>(std::integral_constant<std::size_t, q>) {
         using Q = phase_at_t<Phases, q>;
-        offsets_[Q::slot] = bytes;
+        static_assert(Q::slot == q, "fuse: a row kernel's phases are in slot order (collect_phases)");
+        offsets_[q] = bytes;
         bytes += whole_lines(e * sizeof(typename Q::result_type));
         operand_bytes = std::max(operand_bytes, whole_lines(e * sizeof(typename Q::child_type::value_type)));
       };
@@ -210,22 +211,10 @@ void run_row_tiles(const It& it, index_t first, index_t last, bool stream) {
   const index_t n = it.shape[R - 1];
   const index_t k = std::max(row_tile_elements / n, row_tile_rows);
   row_tile_buffers<Phases> bufs(k * n);
-  // Each slot's spread values; a repeated phase reads those of the phase it repeats.
+  // Each slot's spread values (phase q writes slot q); a repeated phase reads those of the
+  // earlier phase it repeats.
   const void* spread[P] = {};
-  [&]<std::size_t... K>(std::index_sequence<K...>) {
-    auto one = [&]<std::size_t q>(std::integral_constant<std::size_t, q>) {
-      using PQ = phase_at_t<Phases, q>;
-      if (it.alias[q] < 0) {
-        spread[PQ::slot] = bufs.spread(PQ::slot);
-      } else {
-        int j = 0;
-        for_each(it.phases, [&](const auto& pj) {
-          if (j++ == it.alias[q]) spread[PQ::slot] = spread[std::remove_cvref_t<decltype(pj)>::slot];
-        });
-      }
-    };
-    (one(std::integral_constant<std::size_t, K>{}), ...);
-  }(std::make_index_sequence<P>{});
+  for (std::size_t q = 0; q < P; ++q) spread[q] = it.alias[q] < 0 ? bufs.spread(q) : spread[it.alias[q]];
   // The epilogue reads the reused operand from its buffer (the whole tile's: it runs flat too).
   using C = phase_child_t<Phases, std::size_t(cached < 0 ? 0 : cached)>;
   using CT = typename C::value_type;
@@ -265,10 +254,9 @@ void run_row_tiles(const It& it, index_t first, index_t last, bool stream) {
     tiles.fill(rows);
     std::size_t q = 0;
     for_each(flat.phases, [&](const auto& p) {
-      using Q = std::remove_cvref_t<decltype(p)>;
-      if (it.alias[q++] >= 0) return;
-      void* buf = int(q - 1) == cached ? bufs.cached() : bufs.operand();
-      run_tile_phase(p, phase_shared[q - 1], rows, n, buf, bufs.spread(Q::slot));
+      const std::size_t k = q++;
+      if (it.alias[k] >= 0) return;  // its spread values are the repeated phase's
+      run_tile_phase(p, phase_shared[k], rows, n, int(k) == cached ? bufs.cached() : bufs.operand(), bufs.spread(k));
     });
     T* row = it.out + row_offset<R>(it.out_stride, idx);
     const index_t e = rows * n;
