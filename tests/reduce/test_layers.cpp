@@ -63,7 +63,7 @@ TEST_CASE("causal-masked softmax and iota of another axis in row and elementwise
 // Leaves that stay put along the rows ([m, 1]: a per-row scale, a padding length, a label) are read
 // through rows of copies (backend/cpu/row_copies.hpp), shared by the phases of a row. Rows short
 // (batches), medium (row buffer), over 16 KiB (the online pair, with -inf blocks from the mask),
-// over splat_max_row (strided, as before) and fewer than the threads (split rows); two leaves of
+// over splat_max_row and fewer than the threads (split rows: each thread's part); two leaves of
 // different sizes in one kernel; a fully masked row (NaN); 1-3 threads; against double loops.
 TEST_CASE("row kernels over leaves constant along the row: per-row scale, padding mask, label") {
   const float ninf = -std::numeric_limits<float>::infinity();
@@ -145,8 +145,8 @@ TEST_CASE("row copies: sub-rows of one row read different elements; in place thr
 // take's index stays put along a table row and its unit loop reads the row found at seek, so the
 // CPU runs such rows contiguous (cpu_reading in row_kernel.hpp). Rows short (batches), medium, long
 // (the online pair: a softmax over rows of 5003) and longer than any row of copies (70001: take
-// needs none), a transposed table (strided rows: the strided variant), 1-3 threads, against
-// double loops.
+// needs none), a transposed table (strided rows that no copy serves: the row kernel declines and
+// the run-time fallback computes the group, strided_rows.hpp), 1-3 threads, against double loops.
 TEST_CASE("row kernels over an embedding lookup: layer norm and softmax of take(table, ids) + pos") {
   for (int threads : {1, 2, 3}) {
     const fuse::cpu exec{.threads = threads};

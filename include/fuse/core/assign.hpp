@@ -42,8 +42,10 @@ concept host_executor = std::is_same_v<X, cpu>;
 
 template <class T, std::size_t R, class Ev>
 void run(const cpu& exec, const iteration<T, R, Ev>& it) { run_cpu(exec, it); }
+// False where the CPU row kernel declines (rows it cannot read contiguously, even through copies:
+// backend/cpu/strided_rows.hpp), having written nothing.
 template <class T, std::size_t R, class Ev, class Ph>
-void run(const cpu& exec, const row_iteration<T, R, Ev, Ph>& it) { run_row_kernel(exec, it); }
+bool run(const cpu& exec, const row_iteration<T, R, Ev, Ph>& it) { return run_row_kernel(exec, it); }
 
 // An elementwise kernel of the run-time fallback: on the host one generic variant (executor.hpp),
 // elsewhere as any kernel.
@@ -184,12 +186,22 @@ decltype(auto) split_group(const Exec& exec, computed_for<Exec>& computed, const
   });  // the operands' kernels run left to right, as the plan lists them
 }
 
+// `otherwise` runs where the kernel declines (run's result false).
 template <bool Fallback = false, class Exec, class It>
-void run_checked(const Exec& exec, It& it, const auto& rerun_via_temporary) {
+void run_checked(const Exec& exec, It& it, const auto& rerun_via_temporary, const auto& otherwise) {
   if (it.empty()) return;
   if (destination_overlaps(it)) return rerun_via_temporary();
-  if constexpr (Fallback) run_fallback(exec, it);
-  else run(exec, it);
+  if constexpr (Fallback) {
+    run_fallback(exec, it);
+  } else if constexpr (std::is_same_v<decltype(run(exec, it)), bool>) {
+    if (!run(exec, it)) otherwise();
+  } else {
+    run(exec, it);
+  }
+}
+template <bool Fallback = false, class Exec, class It>
+void run_checked(const Exec& exec, It& it, const auto& rerun_via_temporary) {
+  run_checked<Fallback>(exec, it, rerun_via_temporary, [] {});
 }
 
 // Throws unless e can be written into dst; true if there is nothing to write. Then nothing is read
@@ -287,17 +299,10 @@ void assign_fused_as_is(const Exec& exec, D&& d, const E& e, computed_for<Exec>*
       if (run_columns(exec, dst, g)) return;
     if constexpr (std::is_same_v<Exec, cpu> && short_row_reducible_v<G>)
       if (run_short_rows(exec, dst, g)) return;
-    if constexpr (reduction_count_v<G> == 0) {
-      auto it = make_iteration(dst, g);
-      run_checked(exec, it, via_temporary);
-    } else if (fits_group<R, group::mask>(g, shape)) {
-      auto it = make_row_iteration<R>(dst, g, shape, group::mask);
-      run_checked(exec, it, via_temporary);
-    } else if (shape_t<R> rows = shape; widen_to_rows<R, group::mask>(g, rows)) {
-      auto it = make_row_iteration<R>(dst, g, rows, group::mask, true);  // one value per row
-      run_checked(exec, it, via_temporary);
-    } else {
-      // Run-time shapes break the group: every reduction below the root becomes its own kernel.
+    // Every reduction below the root its own kernel: where run-time shapes break the group, or
+    // the CPU row kernel declines its rows.
+    // (Generic: compiled only where called, in the branches with a reduction.)
+    auto split_fallback = [&](auto...) {
       // (A table of its own: g is a local expression, whose nodes the outer table must not keep.)
       computed_for<Exec> fallback(exec);
       const auto split = split_group<R, group::mask, true>(exec, fallback, g);
@@ -312,6 +317,18 @@ void assign_fused_as_is(const Exec& exec, D&& d, const E& e, computed_for<Exec>*
         static_assert(is_reduce_v<S>, "fuse: the fallback leaves no reduction below the root");
         run_fallback_reduction_of(exec, fallback.arena, dst, split);
       }
+    };
+    if constexpr (reduction_count_v<G> == 0) {
+      auto it = make_iteration(dst, g);
+      run_checked(exec, it, via_temporary);
+    } else if (fits_group<R, group::mask>(g, shape)) {
+      auto it = make_row_iteration<R>(dst, g, shape, group::mask);
+      run_checked(exec, it, via_temporary, split_fallback);
+    } else if (shape_t<R> rows = shape; widen_to_rows<R, group::mask>(g, rows)) {
+      auto it = make_row_iteration<R>(dst, g, rows, group::mask, true);  // one value per row
+      run_checked(exec, it, via_temporary, split_fallback);
+    } else {
+      split_fallback();  // run-time shapes break the group
     }
   }
 }

@@ -65,6 +65,10 @@ struct tracker {
   // (the CPU executor's rows of a few elements, several at a time: backend/cpu/tile.hpp). It
   // returns the row it copied; when that is `last`, the buffer holds it already and is not filled.
   const void* (*tile)(void* self, void* buffer, index_t n, index_t count, const void* last) = nullptr;
+  // A memory leaf read in place at base + sum(idx[d] * stride[d]): rebase(self, copy) reads a
+  // copy of it instead, laid out by `stride` as changed by the caller (the CPU row kernel's
+  // contiguous copies of strided rows: backend/cpu/strided_rows.hpp).
+  void (*rebase)(void* self, const void* copy) = nullptr;
 };
 
 // How a kernel's loop along a row can read a tracker: the one rule behind the elementwise
@@ -78,7 +82,8 @@ enum class along_row : unsigned char {
                // and never the index (the GPU's reads it per element)
   copied,      // stride 0, read through a row of copies of its element (CPU: splat.hpp; a memory
                // leaf, or in an elementwise kernel a hoisted row value, hoist.hpp)
-  strided,     // anything else: the strided loops
+  strided,     // anything else: the strided loops (the CPU row kernel reads such a leaf through a
+               // copy instead: backend/cpu/strided_rows.hpp)
 };
 
 // The same for a tracker that stays put along the row (its stride there is 0).
@@ -135,13 +140,22 @@ struct load_eval {
     return *reinterpret_cast<const lanes<value_type, V>*>(row + i);
   }
   template <class F>
-  void for_each_tracker(F&& f) { f(tracker{stride, base, sizeof(value_type), 0, this, &splat_row, &tile_row}); }
+  void for_each_tracker(F&& f) { f(tracker{stride, base, sizeof(value_type), 0, this, &splat_row, &tile_row, &rebase_to}); }
+  static void rebase_to(void* self, const void* copy) { static_cast<load_eval*>(self)->base = static_cast<const value_type*>(copy); }
+  // Its element repeated (stride 0 along the row), or its row gathered (strided along it: the
+  // CPU row kernel, backend/cpu/row_copies.hpp).
   static void splat_row(void* self, void* buffer, index_t from, index_t count) {
     auto& ev = *static_cast<load_eval*>(self);
     auto* copies = static_cast<value_type*>(buffer);
     if (count > 0) {  // (0: only points; ev.row may be a window's pointer, not the element)
-      const value_type v = *ev.row;
-      for (index_t k = from; k < from + count; ++k) copies[k] = v;
+      if (const index_t s = ev.stride[R - 1]; s != 0) {
+        const value_type* row = ev.row;
+        FUSE_SIMD_LOOP
+        for (index_t k = from; k < from + count; ++k) copies[k] = row[k * s];
+      } else {
+        const value_type v = *ev.row;
+        for (index_t k = from; k < from + count; ++k) copies[k] = v;
+      }
     }
     ev.row = copies;
   }

@@ -29,12 +29,33 @@ struct copied_leaves {
   std::size_t elem_bytes = 0;
 };
 
+// Does a memory leaf that is strided along the rows keep each row to itself: is the row's axis
+// its smallest stride (x[:, ::2], a reversed view), not another's (a transpose, whose row r and
+// r + 1 share every line)? Then a row kernel gathers each row into a row of copies, else
+// copies the leaf contiguous first (strided_rows.hpp).
+template <std::size_t R>
+bool row_local(const tracker& t, const index_t* shape) {
+  if (t.splat == nullptr || t.splat == &tracker::no_copies || t.span > 0) return false;
+  const index_t along = t.stride[R - 1] < 0 ? -t.stride[R - 1] : t.stride[R - 1];
+  for (std::size_t d = 0; d + 1 < R; ++d)
+    if (shape[d] > 1 && t.stride[d] != 0 && (t.stride[d] < 0 ? -t.stride[d] : t.stride[d]) < along) return false;
+  return true;
+}
+
+// Is t read through rows of copies? Its element repeated along the row (stride 0), or its row
+// gathered (strided: row_local, the others copied contiguous before the kernel).
+template <std::size_t R>
+bool through_copies(const tracker& t) {
+  const along_row r = reading_along_row<R>(t);
+  return r == along_row::copied || (r == along_row::strided && t.splat != nullptr && t.splat != &tracker::no_copies);
+}
+
 // Does ev read a leaf through rows of copies (only those evaluators are pointed at them)? A
 // copy: for_each_tracker is not const.
 template <std::size_t R, class Ev>
 bool reads_copies(Ev ev) {
   bool any = false;
-  ev.for_each_tracker([&](const tracker& t) { any = any || reading_along_row<R>(t) == along_row::copied; });
+  ev.for_each_tracker([&](const tracker& t) { any = any || through_copies<R>(t); });
   return any;
 }
 
@@ -46,11 +67,13 @@ class row_copies {
   // to another source only when it is the least recently used. (A batch's rows, or the sub-rows
   // of a row of several axes, may then refill on each pass: cheap on such short rows, and
   // cheaper than searching more rows, measured in design.md §4.)
-  row_copies(index_t n, copied_leaves leaves)
-      : n_(n), stride_(whole_lines(static_cast<std::size_t>(n) * leaves.elem_bytes)) {
+  // Only elements [from, to) of each row are filled where given (a thread's part of a row split
+  // across threads).
+  row_copies(index_t n, copied_leaves leaves, index_t from = 0, index_t to = -1)
+      : n_(n), from_(from), to_(to < 0 ? n : to), stride_(whole_lines(static_cast<std::size_t>(n) * leaves.elem_bytes)) {
     if (leaves.count == 0 || stride_ == 0) return;
     buffer_.reserve(leaves.count * stride_);
-    for (std::size_t k = 0; k < leaves.count; ++k) rows_.push_back({nullptr, 0, 0});
+    for (std::size_t k = 0; k < leaves.count; ++k) rows_.push_back({nullptr, 0, 0, 0});
   }
 
   // After ev (a private copy) was seeked to the row at idx: points each of its leaves that stay
@@ -58,12 +81,12 @@ class row_copies {
   template <class Ev>
   void point(Ev& ev, const index_t* idx) {
     ev.for_each_tracker([&](const tracker& t) {
-      if (reading_along_row<R>(t) != along_row::copied) return;
+      if (!through_copies<R>(t)) return;
       const auto* source = static_cast<const unsigned char*>(t.base) + static_cast<index_t>(t.elem_bytes) * row_offset<R>(t.stride, idx);
       ++clock_;
       std::size_t k = 0;
       for (; k < rows_.size(); ++k)
-        if (rows_[k].source == source && rows_[k].elem_bytes == t.elem_bytes) break;
+        if (rows_[k].source == source && rows_[k].elem_bytes == t.elem_bytes && rows_[k].stride == t.stride[R - 1]) break;
       const bool filled = k < rows_.size();
       if (!filled) {
         k = 0;  // the least recently used
@@ -71,9 +94,10 @@ class row_copies {
           if (rows_[j].used < rows_[k].used) k = j;
         rows_[k].source = source;
         rows_[k].elem_bytes = t.elem_bytes;
+        rows_[k].stride = t.stride[R - 1];
       }
       rows_[k].used = clock_;
-      t.splat(t.self, buffer_.data() + k * stride_, 0, filled ? 0 : n_);  // a count of 0 only points
+      t.splat(t.self, buffer_.data() + k * stride_, from_, filled ? 0 : to_ - from_);  // a count of 0 only points
     });
   }
 
@@ -81,9 +105,10 @@ class row_copies {
   struct copied_row {
     const unsigned char* source;
     std::size_t elem_bytes;
+    index_t stride;  // along the row: 0 (repeated) or gathered
     std::uint64_t used;
   };
-  index_t n_;
+  index_t n_, from_, to_;
   std::size_t stride_;
   std::uint64_t clock_ = 0;
   small_vector<copied_row, 8> rows_;

@@ -6,7 +6,8 @@
 // the threads instead, phase by phase. A phase whose expensive operand the epilogue repeats
 // (softmax's exp(x - max)) stores it in a row buffer for the epilogue (row_cache.hpp). On rows over
 // 16 KiB, softmax's max and sum(exp(x - max)), or layer norm's mean and variance, share one pass
-// (row_online.hpp).
+// (row_online.hpp). Rows strided in memory run over contiguous copies (strided_rows.hpp): the
+// kernel is compiled for contiguous rows only.
 #pragma once
 
 #include <algorithm>
@@ -24,6 +25,7 @@
 #include "fuse/backend/cpu/row_batch.hpp"
 #include "fuse/backend/cpu/row_tiles.hpp"
 #include "fuse/backend/cpu/row_write.hpp"
+#include "fuse/backend/cpu/strided_rows.hpp"
 #include "fuse/core/row_iteration.hpp"
 #include "fuse/core/shared_subtree.hpp"
 
@@ -241,13 +243,24 @@ bool run_split_online_pair(const It& it, int threads, row_slot* slots, const ind
 // last axis; partial results are combined before the next phase. online: the pair runs as one
 // pass (run_split_online_pair).
 template <bool Unit, class It>
-void run_split_rows(const It& it, int threads, bool stream, bool online) {
+void run_split_rows(const It& it, int threads, bool stream, bool online, copied_leaves copied) {
   constexpr std::size_t R = It::rank;
   const index_t rows = it.rows();
   const index_t n = it.shape[R - 1];
   std::vector<row_slot> slots(It::phase_count > 0 ? It::phase_count : 1);
   const auto plans = phase_plans<R>(it.phases, it.alias, it.shape[R - 1]);
-  online = online && !any_masked(plans);
+  online = online && !any_masked(plans) && copied.count == 0;  // (the pair reads no rows of copies)
+  // Each thread's rows of copies (row_copies.hpp) of its part of the row, where leaves stay put
+  // along the row: made once, kept across phases and rows (a fresh one per phase cost a row
+  // of 2^22 floats 4.4 -> 14 ms on 2 threads, page faults in each thread's 8 MiB).
+  std::vector<std::optional<row_copies<R>>> thread_copies(static_cast<std::size_t>(threads));
+  std::vector<index_t> copies_part(static_cast<std::size_t>(threads), -1);
+  auto copies_of = [&](index_t t, index_t nt) -> row_copies<R>* {
+    if (copied.count == 0 || t >= index_t(thread_copies.size())) return nullptr;
+    auto& held = thread_copies[std::size_t(t)];
+    if (copies_part[std::size_t(t)] != nt) held.emplace(n, copied, n * t / nt, n * (t + 1) / nt), copies_part[std::size_t(t)] = nt;
+    return &*held;
+  };
   const shared_plan epilogue_shared = plan_shared(it.eval, it.alias);
   const stream_prefetch<R> long_rows(it, it.unit, prefetch_max_row_bytes);  // each thread seeks a copy
   index_t idx[R] = {};
@@ -284,7 +297,7 @@ void run_split_rows(const It& it, int threads, bool stream, bool online) {
           index_t my_idx[R];
           std::copy(idx, idx + R, my_idx);
           stream_prefetch<R> ahead = long_rows;
-          partial[t] = reduce_row<Unit>(p, plans[k], it.shape, it.inner_first, my_idx, n * t / nt, n * (t + 1) / nt, ahead, nullptr);
+          partial[t] = reduce_row<Unit>(p, plans[k], it.shape, it.inner_first, my_idx, n * t / nt, n * (t + 1) / nt, ahead, copies_of(t, nt));
         }
         Total total = P::op::template identity<Total>();
         for (int t = 0; t < threads; ++t) total = P::op::combine(total, partial[t]);
@@ -296,7 +309,7 @@ void run_split_rows(const It& it, int threads, bool stream, bool online) {
       auto ev = it.eval;
       ev.bind(slots.data());
       stream_prefetch<R> none(it, false);
-      write_row<Unit>(it, ev, idx, 0, n, false, none, nullptr);
+      write_row<Unit>(it, ev, idx, 0, n, false, none, copies_of(0, 1));
       continue;
     }
 #pragma omp parallel num_threads(threads)
@@ -308,7 +321,7 @@ void run_split_rows(const It& it, int threads, bool stream, bool online) {
       with_shared(it.eval, epilogue_shared, [&](const auto& e) {
         auto ev = e;
         ev.bind(slots.data());
-        write_row<Unit>(it, ev, my_idx, n * t / nt, n * (t + 1) / nt, stream, ahead, nullptr);
+        write_row<Unit>(it, ev, my_idx, n * t / nt, n * (t + 1) / nt, stream, ahead, copies_of(t, nt));
       });
       publish_streamed(stream);
     }
@@ -334,11 +347,12 @@ bool may_cache(const It& it) {
   }
 }
 
-// How the CPU reads the rows of a row kernel that make_row_iteration marked strided (a tracker of
-// stride 0 along the row that is not an affine index): contiguous unless a tracker reads
-// along_row::strided, that is, when each of stride 0 is an index (take's too: the CPU's unit loop
-// reads the table row found at seek) or a memory leaf read through rows of copies (row_copies.hpp;
-// `copied` then, for rows up to splat_max_row elements, as the elementwise kernel's).
+// How the CPU reads the rows of a row kernel that make_row_iteration marked strided: contiguous
+// where every tracker of another stride than 1 along the row is an index (take's too: the CPU's
+// unit loop reads the table row found at seek) or a memory leaf read through rows of copies
+// (row_copies.hpp, counted in `copied`): of stride 0 along the row, or strided along it but
+// row_local on rows up to splat_max_row elements (its row gathered). Otherwise the strided
+// leaves are copied first (strided_rows.hpp) and this is asked again.
 struct cpu_row_reading {
   bool contiguous = false;
   copied_leaves copied;
@@ -352,14 +366,13 @@ cpu_row_reading cpu_reading(const It& it) {
   auto copy = it;  // for_each_tracker is not const
   copy.for_each_tracker([&](const tracker& t) {
     const along_row reading = reading_along_row<R>(t);
-    if (reading == along_row::copied) {
+    if (reading == along_row::copied || (reading == along_row::strided && n <= splat_max_row && row_local<R>(t, it.shape))) {
       ++r.copied.count;
       r.copied.elem_bytes = std::max(r.copied.elem_bytes, t.elem_bytes);
     } else if (reading == along_row::strided) {
       r.contiguous = false;
     }
   });
-  if (r.copied.count > 0 && n > splat_max_row) return {};
   return r;
 }
 
@@ -373,7 +386,8 @@ inline bool splits_rows(int threads, index_t rows) {
 #endif
 }
 
-// threads: threads_for(it); copied: cpu_reading(it).copied, `it` marked unit.
+// threads: threads_for(it); copied: cpu_reading(it).copied; `it` reads contiguous rows (marked
+// unit: strided rows are copied first, strided_rows.hpp).
 template <class It>
 void run_row_kernel_on(const It& it, [[maybe_unused]] int threads, copied_leaves copied) {
   const index_t rows = it.rows();
@@ -390,12 +404,11 @@ void run_row_kernel_on(const It& it, [[maybe_unused]] int threads, copied_leaves
         return;
       }
     }
-    if (it.unit) run_rows<true>(it, b, e, reuse, stream, online, copied);
-    else run_rows<false>(it, b, e, reuse, stream, false);
+    run_rows<true>(it, b, e, reuse, stream, online, copied);
     publish_streamed(stream);
   };
 #if defined(_OPENMP)
-  if (splits_rows(threads, rows)) return it.unit ? run_split_rows<true>(it, threads, stream, online) : run_split_rows<false>(it, threads, stream, false);
+  if (splits_rows(threads, rows)) return run_split_rows<true>(it, threads, stream, online, copied);
   if (threads > 1) {
 #pragma omp parallel num_threads(threads)
     body(omp_get_thread_num(), omp_get_num_threads());
@@ -405,22 +418,28 @@ void run_row_kernel_on(const It& it, [[maybe_unused]] int threads, copied_leaves
   body(0, 1);
 }
 
+// False where the rows are strided and cannot be copied contiguous (strided_rows.hpp): nothing
+// was written, and the caller computes the group otherwise.
 template <class It>
-void run_row_kernel(const cpu& exec, const It& it) {
+bool run_row_kernel(const cpu& exec, const It& it) {
   const index_t rows = it.rows();
-  if (rows == 0) return;
+  if (rows == 0) return true;
   const int threads = threads_for(exec, rows * std::max<index_t>(it.row_elements(), 1));
-  // A leaf that stays put along the rows (x * s[N, 1]) read through rows of copies, or take's
-  // index: the rows are then contiguous. Not where rows are split across threads (fewer rows than
-  // threads).
-  if (!splits_rows(threads, rows)) {
-    if (const cpu_row_reading r = cpu_reading(it); r.contiguous) {
-      auto contiguous = it;
-      contiguous.unit = true;
-      return run_row_kernel_on(contiguous, threads, r.copied);
-    }
+  if (it.unit) {
+    run_row_kernel_on(it, threads, {});
+    return true;
   }
-  run_row_kernel_on(it, threads, {});
+  // A leaf that stays put along the rows (x * s[N, 1]) is read through rows of copies, take's
+  // index not at all; anything else strided along the rows through a contiguous copy.
+  auto contiguous = it;
+  contiguous_rows<It::rank> copies;
+  if (!copies.prepare(contiguous, threads)) return false;
+  const cpu_row_reading r = cpu_reading(contiguous);
+  if (!r.contiguous) return false;  // (not reached: prepare copied every leaf cpu_reading refuses)
+  contiguous.unit = true;
+  run_row_kernel_on(contiguous, threads, r.copied);
+  copies.finish(threads);
+  return true;
 }
 
 }  // namespace fuse::detail

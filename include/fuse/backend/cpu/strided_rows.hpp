@@ -1,0 +1,236 @@
+// fuse/backend/cpu/strided_rows.hpp - a row kernel whose rows are strided in memory runs over
+// contiguous copies.
+//
+// Where a leaf is strided along the rows (softmax of a transposed view, layer norm of
+// x[:, ::2]) or the destination is (softmax into y.T), the row kernel had a variant of its own
+// with strided loads, slow: each pass gathered the row again (softmax of a transposed
+// [4096, 1024] float view 1.0 GB/s against 37.7 contiguous, 2 threads, Zen 4: each element of a
+// row on a line of its own and, at a power-of-two stride, in one cache set). Now the kernel is
+// contiguous only (docs/design.md §4, "Strided rows are read through copies"):
+// - a leaf strided along the row but no more than along any other axis (x[:, ::2], a reversed
+//   view: row_local, row_copies.hpp) is gathered row by row into a row of copies;
+// - any other strided leaf (a transpose) is copied here, before the kernel, into a contiguous
+//   temporary, by a copy that walks a transpose in tiles so that both sides move whole lines;
+// - a strided destination is written through a contiguous temporary, copied out after.
+// A leaf that cannot be copied so (take's table read along an index axis, an affine index of
+// another stride) makes the kernel decline: the assignment's run-time fallback computes the
+// group instead (core/assign.hpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "fuse/backend/cpu/executor.hpp"
+#include "fuse/backend/cpu/row_copies.hpp"
+#include "fuse/core/evaluator.hpp"
+#include "fuse/core/pool.hpp"
+#include "fuse/detail/small_vector.hpp"
+
+namespace fuse::detail {
+
+// The side of the tiles a transposing copy walks (elements): 16 floats are a line.
+#ifndef FUSE_COPY_TILE
+#define FUSE_COPY_TILE 16
+#endif
+inline constexpr index_t strided_copy_tile = FUSE_COPY_TILE;
+// The pieces of a long row that threads copy apart (one long strided row: a full reduction).
+inline constexpr index_t strided_copy_piece = 4096;
+
+// The offsets in src (strides ss) and dst (ds) of the element at row-major position u over the
+// axes of `shape` not in `skip` (those taken as 0).
+template <std::size_t R>
+void unflatten_offsets(index_t u, const index_t* shape, std::uint32_t skip, const index_t* ss, const index_t* ds,
+                       index_t& so, index_t& dso) {
+  so = 0, dso = 0;
+  for (std::size_t d = R; d-- > 0;) {
+    if ((skip >> d) & 1u) continue;
+    const index_t i = u % shape[d];
+    u /= shape[d];
+    so += i * ss[d], dso += i * ds[d];
+  }
+}
+
+// Copies an array of E over `shape` from src (strides ss, in elements) to dst (strides ds).
+template <class E, std::size_t R>
+void copy_elements(E* dst, const index_t* ds, const E* src, const index_t* ss, const index_t* shape, int threads) {
+  constexpr std::size_t L = R - 1;
+  // Where src or dst is closest to contiguous along another axis than the last (a transpose,
+  // either way), the copy walks tiles over that axis and the last, so that both sides move whole
+  // lines; otherwise along the last axis.
+  const auto closest = [&](const index_t* stride) {
+    std::size_t a = L;
+    for (std::size_t d = 0; d < R; ++d)
+      if (shape[d] > 1 && stride[d] != 0 && (stride[a] == 0 || std::abs(stride[d]) < std::abs(stride[a]))) a = d;
+    return a;
+  };
+  const std::size_t across = closest(ss) != L ? closest(ss) : closest(ds);
+  const bool tiled = across != L;
+  const bool write_across = tiled && ds[across] != 0 && (ds[L] == 0 || std::abs(ds[across]) < std::abs(ds[L]));
+  const std::uint32_t skip = (1u << L) | (tiled ? 1u << across : 0u);
+  index_t outer = 1;
+  for (std::size_t d = 0; d < R; ++d)
+    if (!((skip >> d) & 1u)) outer *= shape[d];
+  const index_t n = shape[L];
+  // The threads' units: bands of tile elements along `across`, or pieces of a long last axis.
+  const index_t piece = tiled ? strided_copy_tile : strided_copy_piece;
+  const index_t parts = ((tiled ? shape[across] : n) + piece - 1) / piece;
+  const index_t units = outer * parts;
+  run_threads(threads, [&](index_t t, index_t nt) {
+    for (index_t u = units * t / nt; u < units * (t + 1) / nt; ++u) {
+      index_t so, dso;
+      unflatten_offsets<R>(u / parts, shape, skip, ss, ds, so, dso);
+      const index_t i0 = (u % parts) * piece;
+      if (!tiled) {
+        const E* s = src + so;
+        E* o = dst + dso;
+        for (index_t j = i0; j < std::min(n, i0 + piece); ++j) o[j * ds[L]] = s[j * ss[L]];
+        continue;
+      }
+      const index_t i1 = std::min(shape[across], i0 + strided_copy_tile);
+      for (index_t j0 = 0; j0 < n; j0 += strided_copy_tile) {
+        const index_t j1 = std::min(n, j0 + strided_copy_tile);
+        // The inner loop along the axis dst is closer to contiguous on: the strided side reads.
+        if (write_across) {
+          for (index_t j = j0; j < j1; ++j) {
+            const E* s = src + so + j * ss[L];
+            E* o = dst + dso + j * ds[L];
+            for (index_t i = i0; i < i1; ++i) o[i * ds[across]] = s[i * ss[across]];
+          }
+        } else {
+          for (index_t i = i0; i < i1; ++i) {
+            const E* s = src + so + i * ss[across];
+            E* o = dst + dso + i * ds[across];
+            for (index_t j = j0; j < j1; ++j) o[j * ds[L]] = s[j * ss[L]];
+          }
+        }
+      }
+    }
+  });
+}
+
+// copy_elements for elements of elem_bytes bytes (one loop per size, whatever the value type).
+template <std::size_t R>
+void copy_strided(void* dst, const index_t* ds, const void* src, const index_t* ss, const index_t* shape, std::size_t elem_bytes,
+                  int threads) {
+  switch (elem_bytes) {
+    case 1: return copy_elements<std::uint8_t, R>(static_cast<std::uint8_t*>(dst), ds, static_cast<const std::uint8_t*>(src), ss, shape, threads);
+    case 2: return copy_elements<std::uint16_t, R>(static_cast<std::uint16_t*>(dst), ds, static_cast<const std::uint16_t*>(src), ss, shape, threads);
+    case 4: return copy_elements<std::uint32_t, R>(static_cast<std::uint32_t*>(dst), ds, static_cast<const std::uint32_t*>(src), ss, shape, threads);
+    case 8: return copy_elements<std::uint64_t, R>(static_cast<std::uint64_t*>(dst), ds, static_cast<const std::uint64_t*>(src), ss, shape, threads);
+    default: break;
+  }
+  // Other sizes (none of fuse's value types: arithmetic, __half, bfloat16): one memcpy each.
+  index_t total = 1;
+  for (std::size_t d = 0; d < R; ++d) total *= shape[d];
+  auto* o = static_cast<unsigned char*>(dst);
+  const auto* s = static_cast<const unsigned char*>(src);
+  const auto eb = static_cast<index_t>(elem_bytes);
+  for (index_t u = 0; u < total; ++u) {
+    index_t so, dso;
+    unflatten_offsets<R>(u, shape, 0, ss, ds, so, dso);
+    std::memcpy(o + dso * eb, s + so * eb, elem_bytes);
+  }
+}
+
+// Row-major strides over `shape` for the axes a copy keeps (keep[d]; the last axis always),
+// 0 elsewhere; returns the elements the copy holds.
+template <std::size_t R>
+index_t dense_strides(const index_t* shape, const bool* keep, index_t* stride) {
+  index_t s = 1;
+  for (std::size_t d = R; d-- > 0;) {
+    if (d == R - 1 || (keep[d] && shape[d] > 1)) stride[d] = s, s *= shape[d];
+    else stride[d] = 0;
+  }
+  return s;
+}
+
+// The contiguous copies of one row kernel's strided leaves, and its output's temporary.
+template <std::size_t R>
+class contiguous_rows {
+ public:
+  // Points every leaf of `it` (the caller's copy of the iteration) that the contiguous kernel
+  // cannot read, directly or through rows of copies (row_copies.hpp), at a contiguous copy of it,
+  // and a destination strided along the rows at a contiguous temporary. False, with nothing
+  // copied, where some such leaf is read otherwise than at base + offset (take's table) or is no
+  // memory (an affine index): the caller declines the kernel.
+  template <class It>
+  bool prepare(It& it, int threads) {
+    bool copyable = true;
+    it.for_each_tracker([&](const tracker& t) {
+      if (needs_copy(t, it.shape)) copyable = copyable && t.rebase != nullptr && t.span == 0 && t.base != nullptr;
+    });
+    if (!copyable) return false;
+    it.for_each_tracker([&](tracker t) {
+      if (!needs_copy(t, it.shape)) return;
+      const void* copy = copy_of(t, it.shape, threads);
+      t.rebase(t.self, copy);
+    });
+    if (!it.root_reduction && it.out_stride[R - 1] != 1) {
+      using T = std::remove_pointer_t<decltype(it.out)>;
+      out_ = it.out;
+      out_bytes_ = sizeof(T);
+      for (std::size_t d = 0; d < R; ++d) out_stride_[d] = it.out_stride[d], shape_[d] = it.shape[d];
+      bool keep[R];
+      for (std::size_t d = 0; d < R; ++d) keep[d] = it.out_stride[d] != 0;
+      const index_t elements = dense_strides<R>(it.shape, keep, it.out_stride);
+      it.out = arena_.template make<T, 1>(shape_t<1>{elements}).data();
+      temp_ = it.out;
+      for (std::size_t d = 0; d < R; ++d) temp_stride_[d] = it.out_stride[d];
+    }
+    return true;
+  }
+
+  // After the kernel: the temporary's rows copied to the destination.
+  void finish(int threads) {
+    if (out_ != nullptr) copy_strided<R>(out_, out_stride_, temp_, temp_stride_, shape_, out_bytes_, threads);
+  }
+
+ private:
+  // What cpu_reading (row_kernel.hpp) does not read through rows of copies: a strided leaf
+  // unless row_local on rows up to splat_max_row. (A leaf of stride 0 is, on rows of any
+  // length: copied whole it would be a row as long for every row, a cross-entropy's labels
+  // [N, 1] over a vocabulary of 131072 half a MiB each.)
+  static bool needs_copy(const tracker& t, const index_t* shape) {
+    return reading_along_row<R>(t) == along_row::strided && !(shape[R - 1] <= splat_max_row && row_local<R>(t, shape));
+  }
+
+  // The copy of t's elements over shape, laid out by t.stride as rewritten here; one per leaf
+  // and layout (softmax reads x in each of its passes: one copy).
+  const void* copy_of(const tracker& t, const index_t* shape, int threads) {
+    index_t source[R];
+    for (std::size_t d = 0; d < R; ++d) source[d] = t.stride[d];
+    for (const copied& c : copies_)
+      if (c.base == t.base && c.elem_bytes == t.elem_bytes && std::equal(source, source + R, c.source)) {
+        for (std::size_t d = 0; d < R; ++d) t.stride[d] = c.stride[d];
+        return c.data;
+      }
+    copied c{t.base, t.elem_bytes, {}, {}, nullptr};
+    std::copy(source, source + R, c.source);
+    bool keep[R];
+    for (std::size_t d = 0; d < R; ++d) keep[d] = source[d] != 0;
+    const index_t elements = dense_strides<R>(shape, keep, c.stride);
+    c.data = arena_.template make<unsigned char, 1>(shape_t<1>{elements * static_cast<index_t>(t.elem_bytes)}).data();
+    copy_strided<R>(c.data, c.stride, t.base, source, shape, t.elem_bytes, threads);
+    for (std::size_t d = 0; d < R; ++d) t.stride[d] = c.stride[d];
+    copies_.push_back(c);
+    return c.data;
+  }
+
+  struct copied {
+    const void* base;
+    std::size_t elem_bytes;
+    index_t source[R];
+    index_t stride[R];
+    unsigned char* data;
+  };
+  pool_arena<host_allocator> arena_;
+  small_vector<copied, 4> copies_;
+  void* out_ = nullptr;  // the destination, when written through temp_
+  const void* temp_ = nullptr;
+  std::size_t out_bytes_ = 0;
+  index_t out_stride_[R] = {}, temp_stride_[R] = {}, shape_[R] = {};
+};
+
+}  // namespace fuse::detail
