@@ -96,20 +96,22 @@ TEST_CASE("reduction roots over strided rows: var and logsumexp into strided col
 }
 
 TEST_CASE("per-row leaves on rows longer than rows of copies, and full reductions split across threads", "[strided]") {
-  // Rows of 65539 floats (over splat_max_row): t[m, 1] is copied along the rows.
-  const index_t m = 3, n = (index_t(1) << 16) + 3;
-  const auto x = rt::random<float, 2>({m, n}, 11);
-  const auto t = rt::random<float, 2>({m, 1}, 12, 0.5, 2);
-  for (int threads = 1; threads <= 3; ++threads) {
-    fuse::tensor<float, 2> y(m, n);
-    fuse::assign(fuse::cpu{threads}, y, fuse::softmax(x * t, fuse::axis<-1>));
-    for (index_t r = 0; r < m; ++r) {
-      std::vector<double> row = row_of(x, r);
-      for (double& v : row) v *= t(r, 0);
-      const std::vector<double> soft = rt::softmax_ref(row);
-      index_t bad = 0;
-      for (index_t j = 0; j < n; ++j) bad += !rt::close(y(r, j), soft[std::size_t(j)], 2e-5, 1e-9);
-      CHECK(bad == 0);
+  // Rows of 65539 floats (over splat_max_row): t[m, 1] read through whole rows of copies; rows of
+  // 2^20 + 5 (over copies_max_row): split across threads, each part in windows of copies.
+  for (auto [m, n] : {std::pair<index_t, index_t>{3, (index_t(1) << 16) + 3}, {2, (index_t(1) << 20) + 5}}) {
+    const auto x = rt::random<float, 2>({m, n}, 11);
+    const auto t = rt::random<float, 2>({m, 1}, 12, 0.5, 2);
+    for (int threads = 1; threads <= 3; ++threads) {
+      fuse::tensor<float, 2> y(m, n);
+      fuse::assign(fuse::cpu{threads}, y, fuse::softmax(x * t, fuse::axis<-1>));
+      for (index_t r = 0; r < m; ++r) {
+        std::vector<double> row = row_of(x, r);
+        for (double& v : row) v *= t(r, 0);
+        const std::vector<double> soft = rt::softmax_ref(row);
+        index_t bad = 0;
+        for (index_t j = 0; j < n; ++j) bad += !rt::close(y(r, j), soft[std::size_t(j)], 2e-5, 1e-9);
+        CHECK(bad == 0);
+      }
     }
   }
   // One row over both axes (fewer rows than threads): s[k, 1] and mean(z, axis<-1>) stay put
@@ -128,6 +130,38 @@ TEST_CASE("per-row leaves on rows longer than rows of copies, and full reduction
     CHECK(rt::close(fuse::eval(exec, fuse::sum(z * s)), ref_scaled, 1e-5, 1e-4));
     CHECK(rt::close(fuse::eval(exec, fuse::sum(fuse::square(z - fuse::mean(z, fuse::axis<-1>)))), ref_centred, 1e-5, 1e-4));
     CHECK(rt::close(fuse::eval(exec, fuse::sum(fuse::transpose(z) * fuse::transpose(s))), ref_scaled, 1e-5, 1e-4));
+  }
+}
+
+TEST_CASE("a transposed leaf broadcast over a batch is copied once, a transpose of few columns by pieces", "[strided]") {
+  // softmax(x + transpose(a)) over [B, S, S]: a's copy keeps S x S (stride 0 along the batch).
+  const index_t B = 3, S = 45;
+  const auto x = rt::random<float, 3>({B, S, S}, 31);
+  const auto a = rt::random<float, 2>({S, S}, 32);
+  // A [70000, 3] operand read transposed: rows of 70000 (over splat_max_row) copied in pieces.
+  const auto narrow = rt::random<float, 2>({70000, 3}, 33);
+  for (int threads = 1; threads <= 3; ++threads) {
+    fuse::tensor<float, 3> y(B, S, S);
+    fuse::assign(fuse::cpu{threads}, y, fuse::softmax(x + fuse::transpose(a), fuse::axis<-1>));
+    index_t bad = 0;
+    for (index_t b = 0; b < B; ++b)
+      for (index_t r = 0; r < S; ++r) {
+        std::vector<double> row;
+        for (index_t j = 0; j < S; ++j) row.push_back(double(x(b, r, j)) + a(j, r));
+        const std::vector<double> soft = rt::softmax_ref(row);
+        for (index_t j = 0; j < S; ++j) bad += !rt::close(y(b, r, j), soft[std::size_t(j)], 2e-5, 1e-9);
+      }
+    CHECK(bad == 0);
+    fuse::tensor<float, 2> z(3, 70000);
+    fuse::assign(fuse::cpu{threads}, z, fuse::layer_norm(fuse::transpose(narrow), 1.f, 0.f, 1e-5));
+    bad = 0;
+    for (index_t r = 0; r < 3; ++r) {
+      std::vector<double> row;
+      for (index_t j = 0; j < 70000; ++j) row.push_back(narrow(j, r));
+      const double mean = rt::ref_mean(row), sd = std::sqrt(rt::ref_var(row) + 1e-5);
+      for (index_t j = 0; j < 70000; ++j) bad += !rt::close(z(r, j), (row[std::size_t(j)] - mean) / sd, 1e-4, 1e-5);
+    }
+    CHECK(bad == 0);
   }
 }
 

@@ -67,13 +67,19 @@ class row_copies {
   // to another source only when it is the least recently used. (A batch's rows, or the sub-rows
   // of a row of several axes, may then refill on each pass: cheap on such short rows, and
   // cheaper than searching more rows, measured in design.md §4.)
-  // Only elements [from, to) of each row are filled where given (a thread's part of a row split
-  // across threads).
-  row_copies(index_t n, copied_leaves leaves, index_t from = 0, index_t to = -1)
-      : n_(n), from_(from), to_(to < 0 ? n : to), stride_(whole_lines(static_cast<std::size_t>(n) * leaves.elem_bytes)) {
+  // Rows of n elements, or windows of up to n elements of longer rows (window()).
+  row_copies(index_t n, copied_leaves leaves)
+      : from_(0), to_(n), stride_(whole_lines(static_cast<std::size_t>(n) * leaves.elem_bytes)) {
     if (leaves.count == 0 || stride_ == 0) return;
     buffer_.reserve(leaves.count * stride_);
     for (std::size_t k = 0; k < leaves.count; ++k) rows_.push_back({nullptr, 0, 0, 0});
+  }
+
+  // From now on elements [from, to) of each row (at most n, a thread's part of a long row split
+  // across threads, run_split_rows): the row of copies is read at those indices only.
+  void window(index_t from, index_t to) {
+    from_ = from, to_ = to;
+    for (copied_row& r : rows_) r.source = nullptr;  // filled for another window
   }
 
   // After ev (a private copy) was seeked to the row at idx: points each of its leaves that stay
@@ -97,7 +103,9 @@ class row_copies {
         rows_[k].stride = t.stride[R - 1];
       }
       rows_[k].used = clock_;
-      t.splat(t.self, buffer_.data() + k * stride_, from_, filled ? 0 : to_ - from_);  // a count of 0 only points
+      // (The window's start stands for element from_ of the row, as splat_rows' windows do.)
+      unsigned char* window = buffer_.data() + k * stride_ - from_ * static_cast<index_t>(t.elem_bytes);
+      t.splat(t.self, window, from_, filled ? 0 : to_ - from_);  // a count of 0 only points
     });
   }
 
@@ -108,7 +116,7 @@ class row_copies {
     index_t stride;  // along the row: 0 (repeated) or gathered
     std::uint64_t used;
   };
-  index_t n_, from_, to_;
+  index_t from_, to_;
   std::size_t stride_;
   std::uint64_t clock_ = 0;
   small_vector<copied_row, 8> rows_;

@@ -206,7 +206,6 @@ void run_rows(const It& it, index_t first, index_t last, bool reuse, bool stream
   run_rows_with<Unit, -1>(it, first, last, stream, Unit && online, Unit ? copied : copied_leaves{});
 }
 
-#if defined(_OPENMP)
 // The online pair of a row split across threads: each thread's range in one pass, with slots of
 // its own (the running shift is per range); the parts combined, the slots written. False as
 // run_online_pair. (var(x) over a whole long vector, softmax of one long row: one pass over
@@ -219,9 +218,7 @@ bool run_split_online_pair(const It& it, int threads, row_slot* slots, const ind
   constexpr online_pair_t pair = online_pair<Phases>();
   const index_t n = it.shape[R - 1];
   std::vector<online_part> parts(static_cast<std::size_t>(threads));  // empty parts (a thread omp did not start)
-#pragma omp parallel num_threads(threads)
-  {
-    const index_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+  run_threads(threads, [&](index_t t, index_t nt) {
     auto phases = it.phases;
     std::vector<row_slot> mine(slots, slots + It::phase_count);
     for_each(phases, [&](auto& p) { p.bind(mine.data()); });
@@ -230,7 +227,7 @@ bool run_split_online_pair(const It& it, int threads, row_slot* slots, const ind
     stream_prefetch<R> ahead = long_rows;
     online_rows<R> state(it);
     parts[std::size_t(t)] = online_pair_range<Unit>(phases, plans, mine.data(), my_idx, n * t / nt, n * (t + 1) / nt, ahead, state, nullptr, nullptr);
-  }
+  });
   online_part all = parts[0];
   for (std::size_t t = 1; t < parts.size(); ++t)
     all = pair.kind == online_kind::softmax ? combine_softmax(all, parts[t]) : combine_variance(all, parts[t]);
@@ -239,9 +236,17 @@ bool run_split_online_pair(const It& it, int threads, row_slot* slots, const ind
   return finish_online<pair.kind, PK, PJ>(all, n, shift_writer<Phases>(slots), slots);
 }
 
-// Fewer rows than threads: each row's phases and epilogue are split across the threads along the
-// last axis; partial results are combined before the next phase. online: the pair runs as one
-// pass (run_split_online_pair).
+// Rows of copies hold whole rows up to this many elements (row_copies.hpp; 4 MiB of floats per
+// leaf and thread); longer rows with leaves read through them run split (run_split_rows), each
+// thread's part in windows of copies_window elements: a row of 2^32 elements with a value per row
+// (test_large_index.cpp) would otherwise take 32 GiB of copies.
+inline constexpr index_t copies_max_row = index_t(1) << 20;
+inline constexpr index_t copies_window = index_t(1) << 16;
+
+// Fewer rows than threads, or rows of copies longer than copies_max_row: each row's phases and
+// epilogue are split across the threads along the last axis (each thread's part in windows of
+// copies_window where leaves are read through rows of copies); partial results are combined
+// before the next phase. online: the pair runs as one pass (run_split_online_pair).
 template <bool Unit, class It>
 void run_split_rows(const It& it, int threads, bool stream, bool online, copied_leaves copied) {
   constexpr std::size_t R = It::rank;
@@ -250,16 +255,20 @@ void run_split_rows(const It& it, int threads, bool stream, bool online, copied_
   std::vector<row_slot> slots(It::phase_count > 0 ? It::phase_count : 1);
   const auto plans = phase_plans<R>(it.phases, it.alias, it.shape[R - 1]);
   online = online && !any_masked(plans) && copied.count == 0;  // (the pair reads no rows of copies)
-  // Each thread's rows of copies (row_copies.hpp) of its part of the row, where leaves stay put
-  // along the row: made once, kept across phases and rows (a fresh one per phase cost a row
-  // of 2^22 floats 4.4 -> 14 ms on 2 threads, page faults in each thread's 8 MiB).
+  // Each thread's rows of copies (row_copies.hpp), where leaves stay put along the row: made once,
+  // kept across phases and rows (a fresh one per phase cost a row of 2^22 floats 4.4 -> 14 ms on
+  // 2 threads, page faults in each thread's 8 MiB), each window of its part in turn.
   std::vector<std::optional<row_copies<R>>> thread_copies(static_cast<std::size_t>(threads));
-  std::vector<index_t> copies_part(static_cast<std::size_t>(threads), -1);
-  auto copies_of = [&](index_t t, index_t nt) -> row_copies<R>* {
-    if (copied.count == 0 || t >= index_t(thread_copies.size())) return nullptr;
+  // f(from, to, copies) over thread t's part [b, e) of the row: in windows where copies are read.
+  auto by_windows = [&](index_t t, index_t b, index_t e, const auto& f) {
+    if (copied.count == 0 || t >= index_t(thread_copies.size())) return f(b, e, nullptr);
     auto& held = thread_copies[std::size_t(t)];
-    if (copies_part[std::size_t(t)] != nt) held.emplace(n, copied, n * t / nt, n * (t + 1) / nt), copies_part[std::size_t(t)] = nt;
-    return &*held;
+    if (!held) held.emplace(std::min(n, copies_window), copied);
+    for (index_t w = b; w < e; w += copies_window) {
+      const index_t stop = std::min(e, w + copies_window);
+      held->window(w, stop);
+      f(w, stop, &*held);
+    }
   };
   const shared_plan epilogue_shared = plan_shared(it.eval, it.alias);
   const stream_prefetch<R> long_rows(it, it.unit, prefetch_max_row_bytes);  // each thread seeks a copy
@@ -289,16 +298,16 @@ void run_split_rows(const It& it, int threads, bool stream, bool online, copied_
         // values into shared bytes.
         auto partial = std::make_unique<Total[]>(std::size_t(threads));
         std::fill_n(partial.get(), threads, P::op::template identity<Total>());
-#pragma omp parallel num_threads(threads)
-        {
-          const index_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+        run_threads(threads, [&](index_t t, index_t nt) {
           P p = phase;
           p.bind(slots.data());
           index_t my_idx[R];
           std::copy(idx, idx + R, my_idx);
           stream_prefetch<R> ahead = long_rows;
-          partial[t] = reduce_row<Unit>(p, plans[k], it.shape, it.inner_first, my_idx, n * t / nt, n * (t + 1) / nt, ahead, copies_of(t, nt));
-        }
+          by_windows(t, n * t / nt, n * (t + 1) / nt, [&](index_t b, index_t e, row_copies<R>* copies) {
+            partial[t] = P::op::combine(partial[t], reduce_row<Unit>(p, plans[k], it.shape, it.inner_first, my_idx, b, e, ahead, copies));
+          });
+        });
         Total total = P::op::template identity<Total>();
         for (int t = 0; t < threads; ++t) total = P::op::combine(total, partial[t]);
         write_slot(slots[P::slot], P::op::template finalize<typename P::result_type>(total, phase.count));
@@ -309,25 +318,24 @@ void run_split_rows(const It& it, int threads, bool stream, bool online, copied_
       auto ev = it.eval;
       ev.bind(slots.data());
       stream_prefetch<R> none(it, false);
-      write_row<Unit>(it, ev, idx, 0, n, false, none, copies_of(0, 1));
+      write_row<Unit>(it, ev, idx, 0, n, false, none, nullptr);  // (reads element 0 only: no copies)
       continue;
     }
-#pragma omp parallel num_threads(threads)
-    {
-      const index_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    run_threads(threads, [&](index_t t, index_t nt) {
       index_t my_idx[R];
       std::copy(idx, idx + R, my_idx);
       stream_prefetch<R> ahead = long_rows;
       with_shared(it.eval, epilogue_shared, [&](const auto& e) {
         auto ev = e;
         ev.bind(slots.data());
-        write_row<Unit>(it, ev, my_idx, n * t / nt, n * (t + 1) / nt, stream, ahead, copies_of(t, nt));
+        by_windows(t, n * t / nt, n * (t + 1) / nt, [&](index_t b, index_t stop, row_copies<R>* copies) {
+          write_row<Unit>(it, ev, my_idx, b, stop, stream, ahead, copies);
+        });
       });
       publish_streamed(stream);
-    }
+    });
   }
 }
-#endif
 
 // May the rows reuse a phase's operand in the epilogue (row_cache.hpp)? Contiguous single rows that
 // fit the buffer, the phase not a repeat of another, and every repeat of its operand in the
@@ -407,8 +415,9 @@ void run_row_kernel_on(const It& it, [[maybe_unused]] int threads, copied_leaves
     run_rows<true>(it, b, e, reuse, stream, online, copied);
     publish_streamed(stream);
   };
+  if (splits_rows(threads, rows) || (copied.count > 0 && it.shape[It::rank - 1] > copies_max_row))
+    return run_split_rows<true>(it, threads, stream, online, copied);
 #if defined(_OPENMP)
-  if (splits_rows(threads, rows)) return run_split_rows<true>(it, threads, stream, online, copied);
   if (threads > 1) {
 #pragma omp parallel num_threads(threads)
     body(omp_get_thread_num(), omp_get_num_threads());

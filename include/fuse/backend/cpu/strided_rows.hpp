@@ -35,7 +35,8 @@ namespace fuse::detail {
 #define FUSE_COPY_TILE 16
 #endif
 inline constexpr index_t strided_copy_tile = FUSE_COPY_TILE;
-// The pieces of a long row that threads copy apart (one long strided row: a full reduction).
+// The pieces of a long last axis that threads copy apart (one long strided row: a full
+// reduction; a transpose of few columns).
 inline constexpr index_t strided_copy_piece = 4096;
 
 // The offsets in src (strides ss) and dst (ds) of the element at row-major position u over the
@@ -68,29 +69,33 @@ void copy_elements(E* dst, const index_t* ds, const E* src, const index_t* ss, c
   const std::size_t across = closest(ss) != L ? closest(ss) : closest(ds);
   const bool tiled = across != L;
   const bool write_across = tiled && ds[across] != 0 && (ds[L] == 0 || std::abs(ds[across]) < std::abs(ds[L]));
-  const std::uint32_t skip = (1u << L) | (tiled ? 1u << across : 0u);
+  // Outer axes: all but those two, and but those dst does not keep (stride 0 there: a leaf
+  // broadcast along them, copied once, not once per index by threads storing the same bytes).
+  std::uint32_t skip = (1u << L) | (tiled ? 1u << across : 0u);
+  for (std::size_t d = 0; d < L; ++d)
+    if (ds[d] == 0) skip |= 1u << d;
   index_t outer = 1;
   for (std::size_t d = 0; d < R; ++d)
     if (!((skip >> d) & 1u)) outer *= shape[d];
   const index_t n = shape[L];
-  // The threads' units: bands of tile elements along `across`, or pieces of a long last axis.
-  const index_t piece = tiled ? strided_copy_tile : strided_copy_piece;
-  const index_t parts = ((tiled ? shape[across] : n) + piece - 1) / piece;
-  const index_t units = outer * parts;
+  // The threads' units: pieces of the last axis, times bands of tile elements along `across`.
+  const index_t pieces = (n + strided_copy_piece - 1) / strided_copy_piece;
+  const index_t bands = tiled ? (shape[across] + strided_copy_tile - 1) / strided_copy_tile : 1;
+  const index_t units = outer * bands * pieces;
   run_threads(threads, [&](index_t t, index_t nt) {
     for (index_t u = units * t / nt; u < units * (t + 1) / nt; ++u) {
       index_t so, dso;
-      unflatten_offsets<R>(u / parts, shape, skip, ss, ds, so, dso);
-      const index_t i0 = (u % parts) * piece;
+      unflatten_offsets<R>(u / (bands * pieces), shape, skip, ss, ds, so, dso);
+      const index_t p0 = (u % pieces) * strided_copy_piece, p1 = std::min(n, p0 + strided_copy_piece);
       if (!tiled) {
         const E* s = src + so;
         E* o = dst + dso;
-        for (index_t j = i0; j < std::min(n, i0 + piece); ++j) o[j * ds[L]] = s[j * ss[L]];
+        for (index_t j = p0; j < p1; ++j) o[j * ds[L]] = s[j * ss[L]];
         continue;
       }
-      const index_t i1 = std::min(shape[across], i0 + strided_copy_tile);
-      for (index_t j0 = 0; j0 < n; j0 += strided_copy_tile) {
-        const index_t j1 = std::min(n, j0 + strided_copy_tile);
+      const index_t i0 = (u / pieces % bands) * strided_copy_tile, i1 = std::min(shape[across], i0 + strided_copy_tile);
+      for (index_t j0 = p0; j0 < p1; j0 += strided_copy_tile) {
+        const index_t j1 = std::min(p1, j0 + strided_copy_tile);
         // The inner loop along the axis dst is closer to contiguous on: the strided side reads.
         if (write_across) {
           for (index_t j = j0; j < j1; ++j) {
