@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 
@@ -120,6 +122,26 @@ FUSE_HOST_DEVICE FUSE_INLINE void write_slot(row_slot& s, T v) {
   else s.f = static_cast<double>(v);
 }
 
+// copies[k] = row[k * s] for k in [from, from + count), elements of B bytes: one vectorised loop
+// per element size (vector gathers; as scalar code a strided row kernel in memory lost a fifth),
+// not one per evaluator type. Through memcpy: the bytes of any value type.
+template <std::size_t B>
+FUSE_NOINLINE void gather_elements(void* copies, const void* row, index_t s, index_t from, index_t count) {
+  using word = std::conditional_t<B == 1, std::uint8_t, std::conditional_t<B == 2, std::uint16_t, std::conditional_t<B == 4, std::uint32_t, std::uint64_t>>>;
+  auto* to = static_cast<unsigned char*>(copies);
+  const auto* in = static_cast<const unsigned char*>(row);
+  if constexpr (sizeof(word) == B) {
+    FUSE_SIMD_LOOP
+    for (index_t k = from; k < from + count; ++k) {
+      word w;
+      std::memcpy(&w, in + k * s * index_t(B), B);
+      std::memcpy(to + k * index_t(B), &w, B);
+    }
+  } else {
+    for (index_t k = from; k < from + count; ++k) std::memcpy(to + k * index_t(B), in + k * s * index_t(B), B);
+  }
+}
+
 // Reads T from memory at base + sum(idx[d] * stride[d]).
 template <class T, std::size_t R>
 struct load_eval {
@@ -149,9 +171,7 @@ struct load_eval {
     auto* copies = static_cast<value_type*>(buffer);
     if (count > 0) {  // (0: only points; ev.row may be a window's pointer, not the element)
       if (const index_t s = ev.stride[R - 1]; s != 0) {
-        const value_type* row = ev.row;
-        FUSE_SIMD_LOOP
-        for (index_t k = from; k < from + count; ++k) copies[k] = row[k * s];
+        gather_elements<sizeof(value_type)>(copies, ev.row, s, from, count);
       } else {
         const value_type v = *ev.row;
         for (index_t k = from; k < from + count; ++k) copies[k] = v;

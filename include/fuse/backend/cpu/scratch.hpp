@@ -11,6 +11,7 @@
 #include <memory>
 #include <new>
 
+#include "fuse/config.hpp"
 #include "fuse/core/pool.hpp"
 
 namespace fuse::detail {
@@ -28,6 +29,15 @@ struct aligned_delete {
 // copies 8 MiB a thread: 10.2-10.4 -> 2.2-2.5 ms).
 inline constexpr std::size_t scratch_pool_bytes = std::size_t(1) << 20;
 
+// The pool's side of a scratch buffer, out of line: inlined, the release grew every destructor
+// of a scratch buffer (each kernel's) by a kilobyte.
+FUSE_NOINLINE inline buffer_pool<host_allocator>::block acquire_scratch(std::size_t bytes) {
+  return buffer_pool<host_allocator>::instance().acquire(bytes);
+}
+FUSE_NOINLINE inline void release_scratch(buffer_pool<host_allocator>::block b) {
+  buffer_pool<host_allocator>::instance().release(b);
+}
+
 // Holds `bytes` (set once, by reserve) in place up to InPlace, on the heap beyond. Neither copied
 // nor moved: data() may point into the object itself.
 template <std::size_t InPlace>
@@ -37,12 +47,12 @@ class scratch_buffer {
   scratch_buffer(const scratch_buffer&) = delete;
   scratch_buffer& operator=(const scratch_buffer&) = delete;
   ~scratch_buffer() {
-    if (pooled_.p) buffer_pool<host_allocator>::instance().release(pooled_);
+    if (pooled_.p) release_scratch(pooled_);
   }
 
   unsigned char* reserve(std::size_t bytes) {
     if (bytes >= scratch_pool_bytes) {
-      pooled_ = buffer_pool<host_allocator>::instance().acquire(bytes);
+      pooled_ = acquire_scratch(bytes);
       data_ = static_cast<unsigned char*>(pooled_.p);
     } else if (bytes > InPlace) {
       heap_.reset(static_cast<unsigned char*>(::operator new(bytes, std::align_val_t(64))));
