@@ -33,10 +33,13 @@
 #define FUSE_INLINE inline __attribute__((always_inline))
 #define FUSE_NOINLINE __attribute__((noinline))
 #define FUSE_RESTRICT __restrict__
+// A type that may alias any other: reading a float's bytes through an integer word is defined.
+#define FUSE_MAY_ALIAS __attribute__((__may_alias__))
 #else
 #define FUSE_INLINE inline
 #define FUSE_NOINLINE
 #define FUSE_RESTRICT
+#define FUSE_MAY_ALIAS
 #endif
 
 #define FUSE_PRAGMA(x) _Pragma(#x)

@@ -29,12 +29,13 @@ struct copied_leaves {
   std::size_t elem_bytes = 0;
 };
 
-// Does a memory leaf that is strided along the rows keep each row to itself: is the row's axis
-// its smallest stride (x[:, ::2], a reversed view), not another's (a transpose, whose row r and
-// r + 1 share every line)? Then a row kernel gathers each row into a row of copies, else
-// copies the leaf contiguous first (strided_rows.hpp).
+// Is t gathered row by row into a row of copies (rather than copied contiguous before the kernel,
+// strided_rows.hpp)? A memory leaf strided along rows of at most splat_max_row elements that keeps
+// each row to itself: the row's axis is its smallest stride (x[:, ::2], a reversed view), not
+// another's (a transpose, whose row r and r + 1 share every line).
 template <std::size_t R>
-bool row_local(const tracker& t, const index_t* shape) {
+bool gathers_row(const tracker& t, const index_t* shape) {
+  if (reading_along_row<R>(t) != along_row::strided || shape[R - 1] > splat_max_row) return false;
   if (t.splat == nullptr || t.splat == &tracker::no_copies || t.span > 0) return false;
   const index_t along = t.stride[R - 1] < 0 ? -t.stride[R - 1] : t.stride[R - 1];
   for (std::size_t d = 0; d + 1 < R; ++d)
@@ -43,7 +44,7 @@ bool row_local(const tracker& t, const index_t* shape) {
 }
 
 // Is t read through rows of copies? Its element repeated along the row (stride 0), or its row
-// gathered (strided: row_local, the others copied contiguous before the kernel).
+// gathered (strided: gathers_row, the others copied contiguous before the kernel).
 template <std::size_t R>
 bool through_copies(const tracker& t) {
   const along_row r = reading_along_row<R>(t);

@@ -197,20 +197,20 @@ void run_rows_with(const It& it, index_t first, index_t last, bool stream, bool 
 }
 
 // reuse: may_cache(it), online: may_online(it), copied: cpu_reading(it).copied, decided once per kernel.
-template <bool Unit, class It>
-void run_rows(const It& it, index_t first, index_t last, bool reuse, bool stream, bool online, copied_leaves copied = {}) {
+template <class It>
+void run_rows(const It& it, index_t first, index_t last, bool reuse, bool stream, bool online, copied_leaves copied) {
   constexpr int cached = cached_phase<decltype(it.eval), decltype(it.phases)>();
-  if constexpr (Unit && cached >= 0) {
-    if (reuse) return run_rows_with<Unit, cached>(it, first, last, stream, online, copied);
+  if constexpr (cached >= 0) {
+    if (reuse) return run_rows_with<true, cached>(it, first, last, stream, online, copied);
   }
-  run_rows_with<Unit, -1>(it, first, last, stream, Unit && online, Unit ? copied : copied_leaves{});
+  run_rows_with<true, -1>(it, first, last, stream, online, copied);
 }
 
 // The online pair of a row split across threads: each thread's range in one pass, with slots of
 // its own (the running shift is per range); the parts combined, the slots written. False as
 // run_online_pair. (var(x) over a whole long vector, softmax of one long row: one pass over
 // memory, not two.)
-template <bool Unit, class It>
+template <class It>
 bool run_split_online_pair(const It& it, int threads, row_slot* slots, const index_t* idx, const phase_plan* plans,
                            const stream_prefetch<It::rank>& long_rows) {
   constexpr std::size_t R = It::rank;
@@ -226,7 +226,7 @@ bool run_split_online_pair(const It& it, int threads, row_slot* slots, const ind
     std::copy(idx, idx + R, my_idx);
     stream_prefetch<R> ahead = long_rows;
     online_rows<R> state(it);
-    parts[std::size_t(t)] = online_pair_range<Unit>(phases, plans, mine.data(), my_idx, n * t / nt, n * (t + 1) / nt, ahead, state, nullptr, nullptr);
+    parts[std::size_t(t)] = online_pair_range<true>(phases, plans, mine.data(), my_idx, n * t / nt, n * (t + 1) / nt, ahead, state, nullptr, nullptr);
   });
   online_part all = parts[0];
   for (std::size_t t = 1; t < parts.size(); ++t)
@@ -247,7 +247,7 @@ inline constexpr index_t copies_window = index_t(1) << 16;
 // epilogue are split across the threads along the last axis (each thread's part in windows of
 // copies_window where leaves are read through rows of copies); partial results are combined
 // before the next phase. online: the pair runs as one pass (run_split_online_pair).
-template <bool Unit, class It>
+template <class It>
 void run_split_rows(const It& it, int threads, bool stream, bool online, copied_leaves copied) {
   constexpr std::size_t R = It::rank;
   const index_t rows = it.rows();
@@ -282,11 +282,11 @@ void run_split_rows(const It& it, int threads, bool stream, bool online, copied_
       using P = std::remove_cvref_t<decltype(phase)>;
       using Total = typename P::op::template total_t<typename P::acc_type>;
       constexpr const online_pair_t& pair = online_pair_v<decltype(it.phases)>;
-      if constexpr (Unit && pair.found()) {
+      if constexpr (pair.found()) {
         // At the pair's turn: the phases before it are done (its operand may read them).
         if (online && int(k) == pair.max_phase) {
           copy_aliases_before(it.phases, slots.data(), it.alias, pair.max_phase);
-          paired = run_split_online_pair<Unit>(it, threads, slots.data(), idx, plans.data(), long_rows);
+          paired = run_split_online_pair(it, threads, slots.data(), idx, plans.data(), long_rows);
         }
       }
       if (paired && (int(k) == pair.max_phase || int(k) == pair.sum_phase)) {
@@ -305,7 +305,7 @@ void run_split_rows(const It& it, int threads, bool stream, bool online, copied_
           std::copy(idx, idx + R, my_idx);
           stream_prefetch<R> ahead = long_rows;
           by_windows(t, n * t / nt, n * (t + 1) / nt, [&](index_t b, index_t e, row_copies<R>* copies) {
-            partial[t] = P::op::combine(partial[t], reduce_row<Unit>(p, plans[k], it.shape, it.inner_first, my_idx, b, e, ahead, copies));
+            partial[t] = P::op::combine(partial[t], reduce_row<true>(p, plans[k], it.shape, it.inner_first, my_idx, b, e, ahead, copies));
           });
         });
         Total total = P::op::template identity<Total>();
@@ -318,7 +318,7 @@ void run_split_rows(const It& it, int threads, bool stream, bool online, copied_
       auto ev = it.eval;
       ev.bind(slots.data());
       stream_prefetch<R> none(it, false);
-      write_row<Unit>(it, ev, idx, 0, n, false, none, nullptr);  // (reads element 0 only: no copies)
+      write_row<true>(it, ev, idx, 0, n, false, none, nullptr);  // (reads element 0 only: no copies)
       continue;
     }
     run_threads(threads, [&](index_t t, index_t nt) {
@@ -329,7 +329,7 @@ void run_split_rows(const It& it, int threads, bool stream, bool online, copied_
         auto ev = e;
         ev.bind(slots.data());
         by_windows(t, n * t / nt, n * (t + 1) / nt, [&](index_t b, index_t stop, row_copies<R>* copies) {
-          write_row<Unit>(it, ev, my_idx, b, stop, stream, ahead, copies);
+          write_row<true>(it, ev, my_idx, b, stop, stream, ahead, copies);
         });
       });
       publish_streamed(stream);
@@ -359,7 +359,7 @@ bool may_cache(const It& it) {
 // where every tracker of another stride than 1 along the row is an index (take's too: the CPU's
 // unit loop reads the table row found at seek) or a memory leaf read through rows of copies
 // (row_copies.hpp, counted in `copied`): of stride 0 along the row, or strided along it but
-// row_local on rows up to splat_max_row elements (its row gathered). Otherwise the strided
+// gathers_row (its row gathered). Otherwise the strided
 // leaves are copied first (strided_rows.hpp) and this is asked again.
 struct cpu_row_reading {
   bool contiguous = false;
@@ -368,13 +368,12 @@ struct cpu_row_reading {
 template <class It>
 cpu_row_reading cpu_reading(const It& it) {
   constexpr std::size_t R = It::rank;
-  const index_t n = it.shape[R - 1];
   if (it.unit || (!it.root_reduction && it.out_stride[R - 1] != 1)) return {};
   cpu_row_reading r{true, {}};
   auto copy = it;  // for_each_tracker is not const
   copy.for_each_tracker([&](const tracker& t) {
     const along_row reading = reading_along_row<R>(t);
-    if (reading == along_row::copied || (reading == along_row::strided && n <= splat_max_row && row_local<R>(t, it.shape))) {
+    if (reading == along_row::copied || gathers_row<R>(t, it.shape)) {
       ++r.copied.count;
       r.copied.elem_bytes = std::max(r.copied.elem_bytes, t.elem_bytes);
     } else if (reading == along_row::strided) {
@@ -412,11 +411,11 @@ void run_row_kernel_on(const It& it, [[maybe_unused]] int threads, copied_leaves
         return;
       }
     }
-    run_rows<true>(it, b, e, reuse, stream, online, copied);
+    run_rows(it, b, e, reuse, stream, online, copied);
     publish_streamed(stream);
   };
   if (splits_rows(threads, rows) || (copied.count > 0 && it.shape[It::rank - 1] > copies_max_row))
-    return run_split_rows<true>(it, threads, stream, online, copied);
+    return run_split_rows(it, threads, stream, online, copied);
 #if defined(_OPENMP)
   if (threads > 1) {
 #pragma omp parallel num_threads(threads)

@@ -8,7 +8,7 @@
 // row on a line of its own and, at a power-of-two stride, in one cache set). Now the kernel is
 // contiguous only (docs/design.md §4, "Strided rows are read through copies"):
 // - a leaf strided along the row but no more than along any other axis (x[:, ::2], a reversed
-//   view: row_local, row_copies.hpp) is gathered row by row into a row of copies;
+//   view: gathers_row, row_copies.hpp) is gathered row by row into a row of copies;
 // - any other strided leaf (a transpose) is copied here, before the kernel, into a contiguous
 //   temporary, by a copy that walks a transpose in tiles so that both sides move whole lines;
 // - a strided destination is written through a contiguous temporary, copied out after.
@@ -24,6 +24,7 @@
 
 #include "fuse/backend/cpu/executor.hpp"
 #include "fuse/backend/cpu/row_copies.hpp"
+#include "fuse/config.hpp"
 #include "fuse/core/evaluator.hpp"
 #include "fuse/core/pool.hpp"
 #include "fuse/detail/small_vector.hpp"
@@ -57,11 +58,6 @@ void unflatten_offsets(index_t u, const index_t* shape, std::uint32_t skip, cons
 // dst (strides ds), as words of type U that may alias any type: the bytes of any value type, and
 // reading a float through them is defined. (Moved by memcpy instead, the loops no longer
 // vectorised: a contiguous copy 63-81 -> 13.5 GB/s.)
-#if defined(__GNUC__) || defined(__clang__)
-#define FUSE_MAY_ALIAS __attribute__((__may_alias__))
-#else
-#define FUSE_MAY_ALIAS
-#endif
 template <class U, std::size_t R>
 void copy_elements(void* to, const index_t* ds, const void* from, const index_t* ss, const index_t* shape, int threads) {
   typedef U FUSE_MAY_ALIAS E;
@@ -212,12 +208,12 @@ class contiguous_rows {
   }
 
  private:
-  // What cpu_reading (row_kernel.hpp) does not read through rows of copies: a strided leaf
-  // unless row_local on rows up to splat_max_row. (A leaf of stride 0 is, on rows of any
-  // length: copied whole it would be a row as long for every row, a cross-entropy's labels
-  // [N, 1] over a vocabulary of 131072 half a MiB each.)
+  // What cpu_reading (row_kernel.hpp) does not read through rows of copies: a strided leaf not
+  // gathered row by row. (A leaf of stride 0 is, on rows of any length: copied whole it would be
+  // a row as long for every row, a cross-entropy's labels [N, 1] over a vocabulary of 131072 half
+  // a MiB each.)
   static bool needs_copy(const tracker& t, const index_t* shape) {
-    return reading_along_row<R>(t) == along_row::strided && !(shape[R - 1] <= splat_max_row && row_local<R>(t, shape));
+    return reading_along_row<R>(t) == along_row::strided && !gathers_row<R>(t, shape);
   }
 
   // The copy of t's elements over shape, laid out by t.stride as rewritten here; one per leaf
