@@ -30,6 +30,11 @@
 //   cross_entropy   loss[N, 1] = logsumexp(z) - z[label] on [4096, 8192] with label[N, 1]: one row
 //                   kernel whose label stays put along the row (read through rows of copies,
 //                   backend/cpu/row_copies.hpp)
+//   transpose       y = transpose(x) on [4096, 4096] floats: a leaf closer to contiguous across
+//                   the rows than along them runs in tiles (backend/cpu/transpose_tiles.hpp); the
+//                   hand loop copies 32 x 32 blocks
+//   nhwc_to_nchw    y = permute<0, 3, 1, 2>(x) on NHWC [32, 56, 56, 64]: tiles whose band is all
+//                   of C
 //   causal_softmax  softmax(where(k <= q, scores, -inf)) on 16 heads of [1024, 1024] attention
 //                   scores: a phase reduces only the interval its mask keeps (backend/cpu/row_mask.hpp);
 //                   minimal traffic is the kept half read and every element written
@@ -538,6 +543,65 @@ void causal_hand(benchmark::State& s) {
   bench::set_bytes(s, causal_data::bytes());
 }
 
+struct transpose_data {
+  static constexpr index_t m = 4096, n = 4096;
+  fuse::tensor<float, 2> x{m, n}, y{n, m};
+  transpose_data() { bench::fill_random(x, 31); }
+  static double bytes() { return 2.0 * double(m * n) * sizeof(float); }
+};
+
+template <class Exec>
+void transpose_fuse(benchmark::State& s, Exec exec) {
+  transpose_data d;
+  time_assign(s, exec, d, fuse::transpose(d.x));
+}
+
+// Blocks of 32 x 32: a row of a block reads one source line pair, writes 32 destination rows.
+void transpose_hand(benchmark::State& s) {
+  transpose_data d;
+  constexpr index_t m = transpose_data::m, n = transpose_data::n, b = 32;
+  const float* __restrict__ x = d.x.data();
+  float* __restrict__ y = d.y.data();
+  for (auto _ : s) {
+#pragma omp parallel for schedule(static)
+    for (index_t ib = 0; ib < m; ib += b)
+      for (index_t jb = 0; jb < n; jb += b)
+        for (index_t j = jb; j < std::min(n, jb + b); ++j)
+          for (index_t i = ib; i < std::min(m, ib + b); ++i) y[j * m + i] = x[i * n + j];
+    benchmark::ClobberMemory();
+  }
+  bench::set_bytes(s, transpose_data::bytes());
+}
+
+struct nchw_data {
+  static constexpr index_t N = 32, H = 56, W = 56, C = 64;
+  fuse::tensor<float, 4> x{N, H, W, C}, y{N, C, H, W};
+  nchw_data() { bench::fill_random(x, 32); }
+  static double bytes() { return 2.0 * double(N * H * W * C) * sizeof(float); }
+};
+
+template <class Exec>
+void nchw_fuse(benchmark::State& s, Exec exec) {
+  nchw_data d;
+  time_assign(s, exec, d, fuse::permute<0, 3, 1, 2>(d.x));
+}
+
+// Per image and block of 32 pixels: each pixel's C values (a line's worth of reads) to C rows.
+void nchw_hand(benchmark::State& s) {
+  nchw_data d;
+  constexpr index_t N = nchw_data::N, HW = nchw_data::H * nchw_data::W, C = nchw_data::C, b = 32;
+  const float* __restrict__ x = d.x.data();
+  float* __restrict__ y = d.y.data();
+  for (auto _ : s) {
+#pragma omp parallel for collapse(2) schedule(static)
+    for (index_t img = 0; img < N; ++img)
+      for (index_t pb = 0; pb < HW; pb += b)
+        for (index_t c = 0; c < C; ++c)
+          for (index_t p = pb; p < std::min(HW, pb + b); ++p) y[(img * C + c) * HW + p] = x[(img * HW + p) * C + c];
+    benchmark::ClobberMemory();
+  }
+  bench::set_bytes(s, nchw_data::bytes());
+}
 
 const auto reg = [] {
   auto add = [](const char* name, auto fn) {
@@ -579,6 +643,14 @@ const auto reg = [] {
   add("embedding/fused", [](benchmark::State& s) { embedding_fuse(s, fuse::cpu{}); });
   add("embedding/eager", [](benchmark::State& s) { embedding_fuse(s, fuse::eager(fuse::cpu{})); });
   add("embedding/hand", embedding_hand);
+  add("transpose/copy", [](benchmark::State& s) { bench::copy_baseline(s, transpose_data::bytes()); });
+  add("transpose/fused", [](benchmark::State& s) { transpose_fuse(s, fuse::cpu{}); });
+  add("transpose/eager", [](benchmark::State& s) { transpose_fuse(s, fuse::eager(fuse::cpu{})); });
+  add("transpose/hand", transpose_hand);
+  add("nhwc_to_nchw/copy", [](benchmark::State& s) { bench::copy_baseline(s, nchw_data::bytes()); });
+  add("nhwc_to_nchw/fused", [](benchmark::State& s) { nchw_fuse(s, fuse::cpu{}); });
+  add("nhwc_to_nchw/eager", [](benchmark::State& s) { nchw_fuse(s, fuse::eager(fuse::cpu{})); });
+  add("nhwc_to_nchw/hand", nchw_hand);
   add("causal_softmax/copy", [](benchmark::State& s) { bench::copy_baseline(s, causal_data::bytes()); });
   add("causal_softmax/fused", [](benchmark::State& s) { causal_fuse(s, fuse::cpu{}); });
   add("causal_softmax/eager", [](benchmark::State& s) { causal_fuse(s, fuse::eager(fuse::cpu{})); });

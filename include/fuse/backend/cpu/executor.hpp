@@ -14,6 +14,7 @@
 #include "fuse/backend/cpu/splat.hpp"
 #include "fuse/backend/cpu/stream_store.hpp"
 #include "fuse/backend/cpu/tile.hpp"
+#include "fuse/backend/cpu/transpose_tiles.hpp"
 #include "fuse/core/iteration.hpp"
 #include "fuse/core/shared_subtree.hpp"
 
@@ -188,9 +189,13 @@ void run_cpu(const cpu& exec, const It& it) {
   const shared_plan shared = plan_shared(it.eval, nullptr);
   const bool tiles = tiles_rows<It::rank>(it.eval, it.shape[It::rank - 1], it.out_stride);
   const hoist_mode hoist = hoist_mode_of(it, tiles);
+  // A transposed leaf or destination: tiles through L1 buffers (transpose_tiles.hpp).
+  const int across = it.unit || it.splat || tiles ? -1 : transpose_axis(it);
+  using T = std::remove_pointer_t<decltype(it.out)>;
+  const bool stream_tiles = can_stream_v<T> && streams_by_flops<std::remove_cvref_t<decltype(it.eval)>> &&
+                            it.out_stride[It::rank - 1] == 1 && std::size_t(n) * sizeof(T) >= streaming_store_bytes;
   auto body = [&](index_t t, index_t nt) {
     const index_t b = chunk_begin(n, t, nt), e = chunk_begin(n, t + 1, nt);
-    using T = std::remove_pointer_t<decltype(it.out)>;
     auto run_contiguous = [&](const auto& ev, bool tiled = false) {
       if constexpr (can_stream_v<T> && streams_by_flops<std::remove_cvref_t<decltype(it.eval)>>) {
         if (std::size_t(n) * sizeof(T) >= streaming_store_bytes) {
@@ -212,6 +217,10 @@ void run_cpu(const cpu& exec, const It& it) {
     with_shared(it.eval, shared, [&](const auto& ev) {
       // Short rows with leaves constant along them run contiguous as tiles (tile.hpp).
       if (it.unit || it.splat || tiles) run_contiguous(ev, tiles);
+      else if (across >= 0) {
+        run_transpose_tiles(it, ev, across, stream_tiles, t, nt);
+        if (stream_tiles) stream_fence();  // before the join
+      }
       else run_range<false, false>(it, ev, b, e);
     });
   };
