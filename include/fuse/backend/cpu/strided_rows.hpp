@@ -24,6 +24,7 @@
 
 #include "fuse/backend/cpu/executor.hpp"
 #include "fuse/backend/cpu/row_copies.hpp"
+#include "fuse/backend/cpu/transpose_tiles.hpp"
 #include "fuse/config.hpp"
 #include "fuse/core/evaluator.hpp"
 #include "fuse/core/pool.hpp"
@@ -31,13 +32,8 @@
 
 namespace fuse::detail {
 
-// The side of the tiles a transposing copy walks (elements): 16 floats are a line.
-#ifndef FUSE_COPY_TILE
-#define FUSE_COPY_TILE 16
-#endif
-inline constexpr index_t strided_copy_tile = FUSE_COPY_TILE;
 // The pieces of a long last axis that threads copy apart (one long strided row: a full
-// reduction; a transpose of few columns).
+// reduction).
 inline constexpr index_t strided_copy_piece = 4096;
 
 // The offsets in src (strides ss) and dst (ds) of the element at row-major position u over the
@@ -54,6 +50,16 @@ void unflatten_offsets(index_t u, const index_t* shape, std::uint32_t skip, cons
   }
 }
 
+// The source of a transposing copy, as the tile walk reads it: its row pointer, which the walk
+// points at its tile's buffer where it is strided along the rows.
+template <std::size_t R>
+struct copy_source {
+  const unsigned char* base;
+  index_t stride[R];
+  const void* row = nullptr;
+  static void point(void* self, void* row, index_t, index_t) { static_cast<copy_source*>(self)->row = row; }
+};
+
 // Copies an array of elements of sizeof(U) bytes over `shape` from src (strides ss, in elements) to
 // dst (strides ds), as words of type U that may alias any type: the bytes of any value type, and
 // reading a float through them is defined. (Moved by memcpy instead, the loops no longer
@@ -61,71 +67,61 @@ void unflatten_offsets(index_t u, const index_t* shape, std::uint32_t skip, cons
 template <class U, std::size_t R>
 void copy_elements(void* to, const index_t* ds, const void* from, const index_t* ss, const index_t* shape, int threads) {
   typedef U FUSE_MAY_ALIAS E;
-  E* const dst = static_cast<E*>(to);
-  const E* const src = static_cast<const E*>(from);
   constexpr std::size_t L = R - 1;
-  const auto move = [](E* o, const E* s) { *o = *s; };
-  // Where src or dst is closest to contiguous along another axis than the last (a transpose,
-  // either way), the copy walks tiles over that axis and the last, so that both sides move whole
-  // lines; otherwise along the last axis.
-  const auto closest = [&](const index_t* stride) {
-    std::size_t a = L;
-    for (std::size_t d = 0; d < R; ++d)
-      if (shape[d] > 1 && stride[d] != 0 && (stride[a] == 0 || std::abs(stride[d]) < std::abs(stride[a]))) a = d;
-    return a;
-  };
-  const std::size_t across = closest(ss) != L ? closest(ss) : closest(ds);
-  const bool tiled = across != L;
-  const bool write_across = tiled && ds[across] != 0 && (ds[L] == 0 || std::abs(ds[across]) < std::abs(ds[L]));
-  // Outer axes: all but those two, and but those dst does not keep (stride 0 there: a leaf
-  // broadcast along them, copied once, not once per index by threads storing the same bytes).
-  std::uint32_t skip = (1u << L) | (tiled ? 1u << across : 0u);
-  for (std::size_t d = 0; d < L; ++d)
-    if (ds[d] == 0) skip |= 1u << d;
+  // Axes dst does not keep (stride 0 there: a leaf broadcast along them) are copied once, not once
+  // per index by threads storing the same bytes.
+  index_t extent[R];
+  std::uint32_t skip = 1u << L;
+  for (std::size_t d = 0; d < R; ++d) {
+    extent[d] = d < L && ds[d] == 0 ? 1 : shape[d];
+    if (d < L && ds[d] == 0) skip |= 1u << d;
+  }
+  // Where src or dst is closer to contiguous along another axis than the last (a transpose, either
+  // way), the elementwise kernel's tiles (transpose_tiles.hpp): both sides move whole lines. (Rows
+  // shorter than transpose_min_row: along the last axis, a row's lines read again from L1 for
+  // the next rows, as in the elementwise kernel.)
+  int across = closer_than_rows<R>(extent, ss);
+  if (across < 0) across = closer_than_rows<R>(extent, ds);
+  if (across >= 0 && shape[L] >= transpose_min_row) {
+    // The row of a tile: from the source's row, or from its tile's buffer where the walk copied it.
+    const auto row = [](void* ctx, const tile_walk<R>& w, const index_t* outer, index_t i, index_t n0, index_t n1, void* out) {
+      auto& src = *static_cast<copy_source<R>*>(ctx);
+      if (w.copies.empty()) src.row = src.base + row_offset<R>(src.stride, outer) * static_cast<index_t>(sizeof(U));
+      else point_copies(w, i, n0);
+      const E* const s = static_cast<const E*>(src.row);
+      E* const o = static_cast<E*>(out);
+      FUSE_SIMD_LOOP
+      for (index_t j = n0; j < n1; ++j) o[j] = s[j];
+    };
+    run_threads(threads, [&](index_t t, index_t nt) {
+      copy_source<R> source{static_cast<const unsigned char*>(from), {}};  // this thread's row pointer
+      std::copy(ss, ss + R, source.stride);
+      tile_walk<R> w{extent, to, ds, static_cast<std::size_t>(across), false, {}, row, &source};
+      if (ss[L] != 1) w.copies.push_back({&source, &copy_source<R>::point, source.base, source.stride, sizeof(U), 0});
+      walk_tiles<R, U>(w, t, nt);
+    });
+    return;
+  }
+  // Otherwise along the last axis, threads taking pieces of it.
   index_t outer = 1;
-  for (std::size_t d = 0; d < R; ++d)
+  for (std::size_t d = 0; d < L; ++d)
     if (!((skip >> d) & 1u)) outer *= shape[d];
   const index_t n = shape[L];
-  // The threads' units: pieces of the last axis, times bands of tile elements along `across`.
   const index_t pieces = (n + strided_copy_piece - 1) / strided_copy_piece;
-  const index_t bands = tiled ? (shape[across] + strided_copy_tile - 1) / strided_copy_tile : 1;
-  const index_t units = outer * bands * pieces;
+  const index_t units = outer * pieces;
   run_threads(threads, [&](index_t t, index_t nt) {
     // (In the thread's own locals: a store through a word that may alias anything would make
     // the loops reload what they read through the capture.)
-    const index_t dl = ds[L], sl = ss[L], da = ds[across], sa = ss[across], len = n, pieces_ = pieces, bands_ = bands;
-    E* const out = dst;
-    const E* const in = src;
-    const bool tiled_ = tiled, write_across_ = write_across;
-    const std::size_t across_ = across;
+    const index_t dl = ds[L], sl = ss[L], len = n, pieces_ = pieces;
+    E* const out = static_cast<E*>(to);
+    const E* const in = static_cast<const E*>(from);
     for (index_t u = units * t / nt; u < units * (t + 1) / nt; ++u) {
       index_t so, dso;
-      unflatten_offsets<R>(u / (bands_ * pieces_), shape, skip, ss, ds, so, dso);
+      unflatten_offsets<R>(u / pieces_, shape, skip, ss, ds, so, dso);
       const index_t p0 = (u % pieces_) * strided_copy_piece, p1 = std::min(len, p0 + strided_copy_piece);
-      if (!tiled_) {
-        const E* s = in + so;
-        E* o = out + dso;
-        for (index_t j = p0; j < p1; ++j) move(o + j * dl, s + j * sl);
-        continue;
-      }
-      const index_t i0 = (u / pieces_ % bands_) * strided_copy_tile, i1 = std::min(shape[across_], i0 + strided_copy_tile);
-      for (index_t j0 = p0; j0 < p1; j0 += strided_copy_tile) {
-        const index_t j1 = std::min(p1, j0 + strided_copy_tile);
-        // The inner loop along the axis dst is closer to contiguous on: the strided side reads.
-        if (write_across_) {
-          for (index_t j = j0; j < j1; ++j) {
-            const E* s = in + so + j * sl;
-            E* o = out + dso + j * dl;
-            for (index_t i = i0; i < i1; ++i) move(o + i * da, s + i * sa);
-          }
-        } else {
-          for (index_t i = i0; i < i1; ++i) {
-            const E* s = in + so + i * sa;
-            E* o = out + dso + i * da;
-            for (index_t j = j0; j < j1; ++j) move(o + j * dl, s + j * sl);
-          }
-        }
-      }
+      const E* s = in + so;
+      E* o = out + dso;
+      for (index_t j = p0; j < p1; ++j) o[j * dl] = s[j * sl];
     }
   });
 }
