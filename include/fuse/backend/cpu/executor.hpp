@@ -216,12 +216,14 @@ void run_cpu(const cpu& exec, const It& it) {
     }
     with_shared(it.eval, shared, [&](const auto& ev) {
       // Short rows with leaves constant along them run contiguous as tiles (tile.hpp).
-      if (it.unit || it.splat || tiles) run_contiguous(ev, tiles);
-      else if (across >= 0) {
+      if (it.unit || it.splat || tiles) {
+        run_contiguous(ev, tiles);
+      } else if (across >= 0) {
         run_transpose_tiles(it, ev, across, stream_tiles, t, nt);
         if (stream_tiles) stream_fence();  // before the join
+      } else {
+        run_range<false, false>(it, ev, b, e);
       }
-      else run_range<false, false>(it, ev, b, e);
     });
   };
 #if defined(_OPENMP)

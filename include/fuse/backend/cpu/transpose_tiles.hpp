@@ -76,8 +76,8 @@ void move_tile(void* to, index_t ta, index_t tc, const void* from, index_t fa, i
 
 // move_tile for elements of `bytes` bytes (1, 2, 4 or 8: transpose_axis admits no other). Not
 // inlined: one copy of its eight loops per program, not one per walk_tiles.
-FUSE_NOINLINE inline void move_tile_bytes(std::size_t bytes, void* to, index_t ta, index_t tc, const void* from, index_t fa, index_t fc,
-                            index_t rows, index_t cols, bool rows_inner) {
+FUSE_NOINLINE inline void move_tile_bytes(std::size_t bytes, void* to, index_t ta, index_t tc, const void* from, index_t fa,
+                                          index_t fc, index_t rows, index_t cols, bool rows_inner) {
   switch (bytes) {
     case 1: return move_tile<std::uint8_t>(to, ta, tc, from, fa, fc, rows, cols, rows_inner);
     case 2: return move_tile<std::uint16_t>(to, ta, tc, from, fa, fc, rows, cols, rows_inner);
