@@ -191,14 +191,16 @@ void run_cpu(const cpu& exec, const It& it) {
   const hoist_mode hoist = hoist_mode_of(it, tiles);
   // A transposed leaf or destination: tiles through L1 buffers (transpose_tiles.hpp).
   const int across = it.unit || it.splat || tiles ? -1 : transpose_axis(it);
+  // Streaming stores: for this type and expression (compile time), and this output's size.
   using T = std::remove_pointer_t<decltype(it.out)>;
-  const bool stream_tiles = can_stream_v<T> && streams_by_flops<std::remove_cvref_t<decltype(it.eval)>> &&
-                            it.out_stride[It::rank - 1] == 1 && std::size_t(n) * sizeof(T) >= streaming_store_bytes;
+  constexpr bool streamable = can_stream_v<T> && streams_by_flops<std::remove_cvref_t<decltype(it.eval)>>;
+  const bool large = std::size_t(n) * sizeof(T) >= streaming_store_bytes;
+  const bool stream_tiles = streamable && large && it.out_stride[It::rank - 1] == 1;
   auto body = [&](index_t t, index_t nt) {
     const index_t b = chunk_begin(n, t, nt), e = chunk_begin(n, t + 1, nt);
     auto run_contiguous = [&](const auto& ev, bool tiled = false) {
-      if constexpr (can_stream_v<T> && streams_by_flops<std::remove_cvref_t<decltype(it.eval)>>) {
-        if (std::size_t(n) * sizeof(T) >= streaming_store_bytes) {
+      if constexpr (streamable) {
+        if (large) {
           run_range<true, true>(it, ev, b, e, tiled);
           stream_fence();  // before the join
           return;

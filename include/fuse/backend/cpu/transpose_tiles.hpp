@@ -119,8 +119,10 @@ int transpose_axis(const It& it) {
   } else {
     if (it.shape[R - 1] < transpose_min_row) return -1;
     using T = std::remove_pointer_t<decltype(it.out)>;
-    int across = it.out_stride[R - 1] == 1 || !tile_word_size(sizeof(T)) ? -1 : closer_than_rows<R>(it.shape, it.out_stride);
-    bool ok = it.out_stride[R - 1] == 1 || tile_word_size(sizeof(T));
+    const bool out_strided = it.out_stride[R - 1] != 1;
+    if (out_strided && !tile_word_size(sizeof(T))) return -1;
+    int across = out_strided ? closer_than_rows<R>(it.shape, it.out_stride) : -1;
+    bool ok = true;
     auto ev = it.eval;  // (a copy: for_each_tracker hands out pointers into it)
     ev.for_each_tracker([&](const tracker& t) {
       const along_row r = reading_along_row<R>(t);
