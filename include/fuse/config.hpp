@@ -30,7 +30,15 @@
 #endif
 
 #if defined(__GNUC__) || defined(__clang__)
+// Inlining is forced only where the compiler optimises (and in device code): the kernels' small
+// steps are inlined for speed, each measured; unoptimised (debug builds, the sanitizer tests) the
+// force only copied every step into every caller: a softmax assign 8.7 -> 6.6 s of g++ -O0, and
+// 20% less code and time under clang -O0 with ASan + UBSan.
+#if defined(__OPTIMIZE__) || defined(__CUDA_ARCH__)
 #define FUSE_INLINE inline __attribute__((always_inline))
+#else
+#define FUSE_INLINE inline
+#endif
 #define FUSE_NOINLINE __attribute__((noinline))
 #define FUSE_RESTRICT __restrict__
 // A type that may alias any other: reading a float's bytes through an integer word is defined.
