@@ -2,9 +2,10 @@
 # "// expect-error: <regex>" comment.
 file(STRINGS ${SRC} expect_line REGEX "// expect-error: ")
 string(REGEX REPLACE ".*// expect-error: " "" expect "${expect_line}")
+# OPTIONS (a list): the language level and include path, shared with the precompiled header;
 # PCH_ARGS (optional, a list): the options that read fuse.hpp precompiled (tests/CMakeLists.txt).
 execute_process(
-  COMMAND ${CXX} -std=c++20 -fsyntax-only ${PCH_ARGS} -I${INCLUDE} ${SRC}
+  COMMAND ${CXX} ${OPTIONS} -fsyntax-only ${PCH_ARGS} ${SRC}
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(rc EQUAL 0)
   message(FATAL_ERROR "${SRC} compiled, but it must not")
