@@ -67,7 +67,7 @@ Buf row_buffer(Buf buf, int b, index_t stride) {
 // phase Cached (>= 0) stores row b's operand at buf + b * buf_stride, and *source tells the
 // epilogue's cached_eval which row's buffer to read. copies: as seeked() (row_reduce.hpp);
 // Copied: copies is not null.
-template <bool Unit, int Cached, bool Copied, class It, class Ev, class Buf, class Source>
+template <int Cached, bool Copied, class It, class Ev, class Buf, class Source>
 void run_batches(const It& it, index_t first, index_t last, const Ev& epilogue, const phase_plan* plans, bool stream,
                  stream_prefetch<It::rank>& pf, row_copies<It::rank>* copies, Buf buf, index_t buf_stride, Source source) {
   constexpr std::size_t R = It::rank;
@@ -108,11 +108,11 @@ void run_batches(const It& it, index_t first, index_t last, const Ev& epilogue, 
           const auto& p = get<k>(phases[std::size_t(b)]);
           const auto total = [&] {
             if constexpr (int(k) == Cached) {
-              if (plain[k]) return reduce_plain_row<Unit>(p, idx[b], n, pf, phase_copies[k], row_buffer(buf, b, buf_stride));
-              return reduce_row<Unit>(p, plans[k], it.shape, it.inner_first, idx[b], 0, n, pf, copies, row_buffer(buf, b, buf_stride));
+              if (plain[k]) return reduce_plain_row(p, idx[b], n, pf, phase_copies[k], row_buffer(buf, b, buf_stride));
+              return reduce_row(p, plans[k], it.shape, it.inner_first, idx[b], 0, n, pf, copies, row_buffer(buf, b, buf_stride));
             } else {
-              if (plain[k]) return reduce_plain_row<Unit>(p, idx[b], n, pf, phase_copies[k]);
-              return reduce_row<Unit>(p, plans[k], it.shape, it.inner_first, idx[b], 0, n, pf, copies);
+              if (plain[k]) return reduce_plain_row(p, idx[b], n, pf, phase_copies[k]);
+              return reduce_row(p, plans[k], it.shape, it.inner_first, idx[b], 0, n, pf, copies);
             }
           }();
           write_slot(slots[b][PK::slot], PK::op::template finalize<typename PK::result_type>(total, p.count));
@@ -122,13 +122,11 @@ void run_batches(const It& it, index_t first, index_t last, const Ev& epilogue, 
     }(std::make_index_sequence<Phases::size>{});
     for (int b = 0; b < count; ++b) {
       if constexpr (Cached >= 0) *source = row_buffer(buf, b, buf_stride);
-      if constexpr (Unit) {  // (a strided kernel never writes contiguous rows: no such code in it)
-        if (plain_writes) {
-          write_plain_row(it, evs[std::size_t(b)], idx[b], n, stream, pf, epilogue_copies);
-          continue;
-        }
+      if (plain_writes) {
+        write_plain_row(it, evs[std::size_t(b)], idx[b], n, stream, pf, epilogue_copies);
+        continue;
       }
-      write_row<Unit>(it, evs[std::size_t(b)], idx[b], 0, n, stream, pf, copies);
+      write_row(it, evs[std::size_t(b)], idx[b], 0, n, stream, pf, copies);
     }
   }
 }

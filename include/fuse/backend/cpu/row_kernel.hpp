@@ -67,7 +67,7 @@ int spread_pass(const It& it, bool stream) {
 // also stores its operand in buf. next (if not null): the next row, asked for along pass `spread`.
 // online (if not null): the online pair runs as one pass (row_online.hpp). copies: as seeked()
 // (row_reduce.hpp).
-template <bool Unit, int Cached = -1, class It, class Ev, class Phases, class Buf = std::nullptr_t>
+template <int Cached = -1, class It, class Ev, class Phases, class Buf = std::nullptr_t>
 void run_row(const It& it, Ev& ev, Phases& phases, const phase_plan* plans, row_slot* slots, index_t* idx, bool stream,
              stream_prefetch<It::rank>& pf, row_prefetch<It::rank>* next, int spread, online_rows<It::rank>* online,
              row_copies<It::rank>* copies, Buf buf = nullptr) {
@@ -81,14 +81,14 @@ void run_row(const It& it, Ev& ev, Phases& phases, const phase_plan* plans, row_
       auto& p = get<k>(phases);
       using P = std::remove_cvref_t<decltype(p)>;
       // (Not when the row buffer is the max phase's: the pass would not fill it.)
-      if constexpr (Unit && int(k) == online_pair_v<Phases>.max_phase && Cached != int(k)) {
+      if constexpr (int(k) == online_pair_v<Phases>.max_phase && Cached != int(k)) {
         pf.follow(nullptr);
         if (online != nullptr) {
           copy_aliases_before(phases, slots, it.alias, int(k));
           // The buffer only where it is the pair's sum phase's: another phase's values are in it.
           const bool ran = [&] {
-            if constexpr (Cached == online_pair_v<Phases>.sum_phase) return run_online_pair<Unit>(it, phases, plans, slots, idx, pf, *online, copies, buf);
-            else return run_online_pair<Unit>(it, phases, plans, slots, idx, pf, *online, copies, nullptr);
+            if constexpr (Cached == online_pair_v<Phases>.sum_phase) return run_online_pair(it, phases, plans, slots, idx, pf, *online, copies, buf);
+            else return run_online_pair(it, phases, plans, slots, idx, pf, *online, copies, nullptr);
           }();
           if (ran) {
             paired = true;
@@ -104,8 +104,8 @@ void run_row(const It& it, Ev& ev, Phases& phases, const phase_plan* plans, row_
       } else {
         pf.follow(int(k) == spread ? next : nullptr);
         const auto total = [&] {
-          if constexpr (int(k) == Cached) return reduce_row<Unit>(p, plans[k], it.shape, it.inner_first, idx, 0, n, pf, copies, buf);
-          else return reduce_row<Unit>(p, plans[k], it.shape, it.inner_first, idx, 0, n, pf, copies);
+          if constexpr (int(k) == Cached) return reduce_row(p, plans[k], it.shape, it.inner_first, idx, 0, n, pf, copies, buf);
+          else return reduce_row(p, plans[k], it.shape, it.inner_first, idx, 0, n, pf, copies);
         }();
         write_slot(slots[P::slot], P::op::template finalize<typename P::result_type>(total, p.count));
       }
@@ -121,12 +121,12 @@ void run_row(const It& it, Ev& ev, Phases& phases, const phase_plan* plans, row_
       for (index_t b = 0; b < n; b += block_elements) {
         const index_t e = std::min(n, b + block_elements);
         rescale_block(buf, b, e, online->block_max[std::size_t(b / block_elements)], m);
-        write_row<Unit>(it, ev, idx, b, e, stream, pf, copies);
+        write_row(it, ev, idx, b, e, stream, pf, copies);
       }
       written = true;
     }
   }
-  if (!written) write_row<Unit>(it, ev, idx, 0, n, stream, pf, copies);
+  if (!written) write_row(it, ev, idx, 0, n, stream, pf, copies);
   pf.follow(nullptr);
   if (next != nullptr) next->finish(n);
 }
@@ -137,7 +137,7 @@ inline constexpr std::size_t row_buffer_on_stack_bytes = 4096;
 // Rows [first, last); phase Cached (>= 0) shares its operand with the epilogue through a buffer.
 // online: the pair runs as one pass (row_online.hpp). Short rows run in batches (row_batch.hpp).
 // copied: leaves that stay put along the row, read through rows of copies (row_copies.hpp).
-template <bool Unit, int Cached, class It>
+template <int Cached, class It>
 void run_rows_with(const It& it, index_t first, index_t last, bool stream, bool online, copied_leaves copied) {
   constexpr std::size_t R = It::rank;
   auto phases = it.phases;
@@ -158,11 +158,9 @@ void run_rows_with(const It& it, index_t first, index_t last, bool stream, bool 
   auto rows = [&](const auto& epilogue, auto buf, index_t buf_stride, auto source) {
     with_shared(epilogue, plan_shared(epilogue, it.alias), [&](const auto& e) {
       if (batched) {
-        if constexpr (Unit) {  // (the strided kernel reads no rows of copies)
-          if (copies != nullptr)
-            return run_batches<Unit, Cached, true>(it, first, last, e, plans.data(), stream, ahead, copies, buf, buf_stride, source);
-        }
-        return run_batches<Unit, Cached, false>(it, first, last, e, plans.data(), stream, ahead, copies, buf, buf_stride, source);
+        if (copies != nullptr)
+          return run_batches<Cached, true>(it, first, last, e, plans.data(), stream, ahead, copies, buf, buf_stride, source);
+        return run_batches<Cached, false>(it, first, last, e, plans.data(), stream, ahead, copies, buf, buf_stride, source);
       }
       auto ev = e;
       ev.bind(slots);
@@ -170,7 +168,7 @@ void run_rows_with(const It& it, index_t first, index_t last, bool stream, bool 
         unflatten(o, it.shape, 0, it.inner_first, idx);
         const bool has_next = o + 1 < last && prefetch.size() > 0;
         if (has_next) unflatten(o + 1, it.shape, 0, it.inner_first, next), prefetch.seek(next);
-        run_row<Unit, Cached>(it, ev, phases, plans.data(), slots, idx, stream, ahead, has_next ? &prefetch : nullptr,
+        run_row<Cached>(it, ev, phases, plans.data(), slots, idx, stream, ahead, has_next ? &prefetch : nullptr,
                               spread, online_state.get(), copies, buf);
       }
     });
@@ -201,9 +199,9 @@ template <class It>
 void run_rows(const It& it, index_t first, index_t last, bool reuse, bool stream, bool online, copied_leaves copied) {
   constexpr int cached = cached_phase<decltype(it.eval), decltype(it.phases)>();
   if constexpr (cached >= 0) {
-    if (reuse) return run_rows_with<true, cached>(it, first, last, stream, online, copied);
+    if (reuse) return run_rows_with<cached>(it, first, last, stream, online, copied);
   }
-  run_rows_with<true, -1>(it, first, last, stream, online, copied);
+  run_rows_with<-1>(it, first, last, stream, online, copied);
 }
 
 // The online pair of a row split across threads: each thread's range in one pass, with slots of
@@ -226,7 +224,7 @@ bool run_split_online_pair(const It& it, int threads, row_slot* slots, const ind
     std::copy(idx, idx + R, my_idx);
     stream_prefetch<R> ahead = long_rows;
     online_rows<R> state(it);
-    parts[std::size_t(t)] = online_pair_range<true>(phases, plans, mine.data(), my_idx, n * t / nt, n * (t + 1) / nt, ahead, state, nullptr, nullptr);
+    parts[std::size_t(t)] = online_pair_range(phases, plans, mine.data(), my_idx, n * t / nt, n * (t + 1) / nt, ahead, state, nullptr, nullptr);
   });
   online_part all = parts[0];
   for (std::size_t t = 1; t < parts.size(); ++t)
@@ -305,7 +303,7 @@ void run_split_rows(const It& it, int threads, bool stream, bool online, copied_
           std::copy(idx, idx + R, my_idx);
           stream_prefetch<R> ahead = long_rows;
           by_windows(t, n * t / nt, n * (t + 1) / nt, [&](index_t b, index_t e, row_copies<R>* copies) {
-            partial[t] = P::op::combine(partial[t], reduce_row<true>(p, plans[k], it.shape, it.inner_first, my_idx, b, e, ahead, copies));
+            partial[t] = P::op::combine(partial[t], reduce_row(p, plans[k], it.shape, it.inner_first, my_idx, b, e, ahead, copies));
           });
         });
         Total total = P::op::template identity<Total>();
@@ -318,7 +316,7 @@ void run_split_rows(const It& it, int threads, bool stream, bool online, copied_
       auto ev = it.eval;
       ev.bind(slots.data());
       stream_prefetch<R> none(it, false);
-      write_row<true>(it, ev, idx, 0, n, false, none, nullptr);  // (reads element 0 only: no copies)
+      write_row(it, ev, idx, 0, n, false, none, nullptr);  // (reads element 0 only: no copies)
       continue;
     }
     run_threads(threads, [&](index_t t, index_t nt) {
@@ -329,7 +327,7 @@ void run_split_rows(const It& it, int threads, bool stream, bool online, copied_
         auto ev = e;
         ev.bind(slots.data());
         by_windows(t, n * t / nt, n * (t + 1) / nt, [&](index_t b, index_t stop, row_copies<R>* copies) {
-          write_row<true>(it, ev, my_idx, b, stop, stream, ahead, copies);
+          write_row(it, ev, my_idx, b, stop, stream, ahead, copies);
         });
       });
       publish_streamed(stream);

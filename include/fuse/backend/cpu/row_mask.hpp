@@ -234,14 +234,14 @@ struct compare_span {
 };
 
 // The span of the comparison cond with the index as its operand I.
-template <std::size_t I, bool Unit, class Cond>
+template <std::size_t I, class Cond>
 compare_span condition_span(const Cond& cond, index_t b, index_t e) {
   using Cv = typename Cond::convert;
   using F = std::remove_cvref_t<decltype(cond.f)>;
   // g(i), the index, and c, the value it is compared with, as the comparison converts them.
   const auto& index = get<I>(cond.args);
-  const auto c = Cv::template apply<1 - I>(get<1 - I>(cond.args).template at<Unit>(b));
-  auto raw = [&](index_t i) { return index.template at<Unit>(i); };
+  const auto c = Cv::template apply<1 - I>(get<1 - I>(cond.args).template at<true>(b));
+  auto raw = [&](index_t i) { return index.template at<true>(i); };
   auto g = [&](index_t i) { return Cv::template apply<I>(raw(i)); };
   // g does not decrease along the row: g < c on [b, below), g > c on [above, e).
   const index_t below = first_where(b, e, index_guess(b, e, raw, c, 0), [&](index_t i) { return !fn::less{}(g(i), c); });
@@ -261,26 +261,26 @@ compare_span condition_span(const Cond& cond, index_t b, index_t e) {
 
 // condition_span with the index first or second (index_first), compiled only for the sides whose
 // type is an index.
-template <bool Unit, class C>
+template <class C>
 compare_span compare_span_of(const C& c, bool index_first, index_t b, index_t e) {
   constexpr bool x_index = is_affine_eval_v<std::remove_cvref_t<decltype(get<0>(c.args))>>;
   constexpr bool y_index = is_affine_eval_v<std::remove_cvref_t<decltype(get<1>(c.args))>>;
   if constexpr (x_index) {
-    if (index_first || !y_index) return condition_span<0, Unit>(c, b, e);
+    if (index_first || !y_index) return condition_span<0>(c, b, e);
   }
-  if constexpr (y_index) return condition_span<1, Unit>(c, b, e);
+  if constexpr (y_index) return condition_span<1>(c, b, e);
   else return (void)index_first, compare_span{b, e};  // not reached (is_index_compare_v)
 }
 
 // The set where the index condition c holds (kept where true: no not_equal in it), intersected
 // into [lo, hi) (k: as index_sides).
-template <bool Unit, class C>
+template <class C>
 void intersect_condition(const C& c, const row_mask& m, int& k, index_t b, index_t e, index_t& lo, index_t& hi) {
   if constexpr (std::is_same_v<std::remove_cvref_t<decltype(c.f)>, fn::logical_and>) {
-    intersect_condition<Unit>(get<0>(c.args), m, k, b, e, lo, hi);
-    intersect_condition<Unit>(get<1>(c.args), m, k, b, e, lo, hi);
+    intersect_condition(get<0>(c.args), m, k, b, e, lo, hi);
+    intersect_condition(get<1>(c.args), m, k, b, e, lo, hi);
   } else {
-    const compare_span s = compare_span_of<Unit>(c, (m.index_first >> k++) & 1u, b, e);
+    const compare_span s = compare_span_of(c, (m.index_first >> k++) & 1u, b, e);
     lo = std::max(lo, s.lo);
     hi = std::max(lo, std::min(hi, s.hi));
   }
@@ -288,7 +288,7 @@ void intersect_condition(const C& c, const row_mask& m, int& k, index_t b, index
 
 // The kept interval [lo, hi) of the row ev is seeked to, within [b, e); false if it cannot be
 // trusted (the condition disagrees at an edge: a NaN bound), and the whole row is reduced.
-template <bool Unit, class Ev>
+template <class Ev>
 bool kept_interval(const Ev& ev, const row_mask& m, index_t b, index_t e, index_t& lo, index_t& hi) {
   using W = index_where_t<Ev>;
   const auto& cond = get<0>(first_occurrence<W>(ev).args);
@@ -296,9 +296,9 @@ bool kept_interval(const Ev& ev, const row_mask& m, index_t b, index_t e, index_
   lo = b, hi = e;
   if (m.keep_true) {
     int k = 0;
-    intersect_condition<Unit>(cond, m, k, b, e, lo, hi);
+    intersect_condition(cond, m, k, b, e, lo, hi);
   } else if constexpr (is_index_compare_v<C>) {  // one comparison (row_mask_of): where it does not hold
-    const compare_span s = compare_span_of<Unit>(cond, m.index_first & 1u, b, e);
+    const compare_span s = compare_span_of(cond, m.index_first & 1u, b, e);
     if (s.outside) lo = s.lo, hi = s.hi;  // not_equal: where equal
     else if (s.lo == b) lo = s.hi;        // a prefix (row_mask_of excludes equal): the rest
     else hi = s.lo;                       // a suffix
@@ -306,7 +306,7 @@ bool kept_interval(const Ev& ev, const row_mask& m, index_t b, index_t e, index_
     return false;
   }
   // The edges, checked against the condition itself.
-  auto kept = [&](index_t i) { return bool(cond.template at<Unit>(i)) == m.keep_true; };
+  auto kept = [&](index_t i) { return bool(cond.template at<true>(i)) == m.keep_true; };
   if (lo < hi && !(kept(lo) && kept(hi - 1))) return false;
   if (lo > b && kept(lo - 1)) return false;
   if (hi < e && kept(hi)) return false;

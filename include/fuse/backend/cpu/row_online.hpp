@@ -87,7 +87,7 @@ inline online_part combine_softmax(const online_part& x, const online_part& y) {
 // rescaling). Every element -inf: m = -inf, the sum 0.
 // e is seeked again after each new shift (idx: the row): a row constant of it that reads the shift
 // (logsumexp's finite_or_zero(m)) is computed when it is seeked.
-template <bool Unit, class PK, class PJ, class A, class E, class SetShift, std::size_t R, class Buf>
+template <class PK, class PJ, class A, class E, class SetShift, std::size_t R, class Buf>
 online_part online_softmax_range(const A& a, E e, const index_t* idx, index_t begin, index_t end, SetShift set_shift,
                                  const stream_prefetch<R>& pf, online_rows<R>& state, row_copies<R>* copies, Buf buf) {
   using Max = typename PK::acc_type;
@@ -96,7 +96,7 @@ online_part online_softmax_range(const A& a, E e, const index_t* idx, index_t be
   typename sum_op::template total_t<typename PJ::acc_type> s = 0;
   for (index_t b = begin; b < end; b += block_elements) {
     const index_t stop = std::min(end, b + block_elements);
-    const Max mb = PK::op::combine(m, reduce_range<typename PK::op, Max, Unit>(a, b, stop, state.none));
+    const Max mb = PK::op::combine(m, reduce_range<typename PK::op, Max>(a, b, stop, state.none));
     if (!(mb < inf)) return {false};  // NaN or +inf
     if (mb != m) {
       if (m != -inf) s *= std::exp(double(m) - double(mb));  // (m = -inf: s is 0)
@@ -107,7 +107,7 @@ online_part online_softmax_range(const A& a, E e, const index_t* idx, index_t be
     set_shift(typename PK::result_type(m == -inf ? Max(0) : m));
     seek_row(e, idx, copies);
     state.block_max[std::size_t((b - begin) / block_elements)] = double(m);
-    s += reduce_range<sum_op, typename PJ::acc_type, Unit>(e, b, stop, pf, buf);
+    s += reduce_range<sum_op, typename PJ::acc_type>(e, b, stop, pf, buf);
   }
   return {true, double(m), double(s), double(end - begin)};
 }
@@ -115,18 +115,18 @@ online_part online_softmax_range(const A& a, E e, const index_t* idx, index_t be
 // Layer norm's pair over elements [begin, end) of the row: block by block, the block's mean c,
 // then its sum of squares about c (in L1); blocks combine by Chan et al.'s update in double. The
 // mean is the sum of the same block sums as the two-pass kernel's, so it is the same value.
-template <bool Unit, class PK, class PJ, class A, class E, class SetShift, std::size_t R>
+template <class PK, class PJ, class A, class E, class SetShift, std::size_t R>
 online_part online_variance_range(const A& a, const E& e, index_t begin, index_t end, SetShift set_shift,
                                   const stream_prefetch<R>& pf, online_rows<R>& state) {
   online_part part;
   for (index_t b = begin; b < end; b += block_elements) {
     const index_t stop = std::min(end, b + block_elements);
     const double nb = double(stop - b);
-    const double sb = double(reduce_range<typename PK::op, double, Unit>(a, b, stop, state.none));  // double lanes: Chan's update is first-order in the block means' error
+    const double sb = double(reduce_range<typename PK::op, double>(a, b, stop, state.none));  // double lanes: Chan's update is first-order in the block means' error
     const double mean_b = sb / nb;
     const auto c = typename PK::result_type(mean_b);
     set_shift(c);
-    const double s2 = double(reduce_range<typename PJ::op, typename PJ::acc_type, Unit>(e, b, stop, pf));
+    const double s2 = double(reduce_range<typename PJ::op, typename PJ::acc_type>(e, b, stop, pf));
     // Squares about c, not about the block's exact mean: sum (x - c)^2 = m2_b + nb (mean_b - c)^2.
     const double m2_b = std::max(0.0, s2 - nb * (mean_b - double(c)) * (mean_b - double(c)));
     part = combine_variance(part, online_part{true, sb, m2_b, nb});
@@ -166,7 +166,7 @@ auto shift_writer(row_slot* slots) {
 
 // The pair's one pass over elements [begin, end) of the row at idx, the phases bound to slots
 // (the running shift is written there); softmax with buf also stores each block's exp(x - m_b).
-template <bool Unit, class Phases, std::size_t R, class Buf>
+template <class Phases, std::size_t R, class Buf>
 online_part online_pair_range(const Phases& phases, const phase_plan* plans, row_slot* slots, const index_t* idx,
                               index_t begin, index_t end, stream_prefetch<R>& pf, online_rows<R>& state,
                               std::type_identity_t<row_copies<R>>* copies, Buf buf) {
@@ -185,8 +185,8 @@ online_part online_pair_range(const Phases& phases, const phase_plan* plans, row
       pf.seek(idx);
       pf.lead(block_elements);
       if constexpr (online_pair_v<Phases>.kind == online_kind::softmax)
-        part = online_softmax_range<Unit, PK, PJ>(a, e, idx, begin, end, set_shift, pf, state, copies, buf);
-      else part = online_variance_range<Unit, PK, PJ>(a, e, begin, end, set_shift, pf, state);
+        part = online_softmax_range<PK, PJ>(a, e, idx, begin, end, set_shift, pf, state, copies, buf);
+      else part = online_variance_range<PK, PJ>(a, e, begin, end, set_shift, pf, state);
       pf.lead(-1);
     });
   });
@@ -198,7 +198,7 @@ online_part online_pair_range(const Phases& phases, const phase_plan* plans, row
 // two phases as usual (whose exact special values this pass would have to repeat).
 // Not inlined: it runs once per long row, and inlined it would only add to run_row, whose other
 // path serves short rows (layer norm [16384, 1024]: no difference measured either way).
-template <bool Unit, class It, class Phases, class Buf>
+template <class It, class Phases, class Buf>
 FUSE_NOINLINE bool run_online_pair(const It& it, Phases& phases, const phase_plan* plans, row_slot* slots, const index_t* idx,
                                    stream_prefetch<It::rank>& pf, online_rows<It::rank>& state, row_copies<It::rank>* copies,
                                    Buf buf) {
@@ -206,7 +206,7 @@ FUSE_NOINLINE bool run_online_pair(const It& it, Phases& phases, const phase_pla
   using PK = phase_at_t<Phases, std::size_t(pair.max_phase)>;
   using PJ = phase_at_t<Phases, std::size_t(pair.sum_phase)>;
   const index_t n = it.shape[It::rank - 1];
-  const online_part part = online_pair_range<Unit>(phases, plans, slots, idx, 0, n, pf, state, copies, buf);
+  const online_part part = online_pair_range(phases, plans, slots, idx, 0, n, pf, state, copies, buf);
   return finish_online<pair.kind, PK, PJ>(part, n, shift_writer<Phases>(slots), slots);
 }
 

@@ -72,7 +72,7 @@ inline constexpr int block_lanes = sizeof(Acc) >= 8 ? 16 : 32;
 // 47 ns a row, rms_norm 18 -> 16 over rows of 8, softmax, whose max phase is cheap, 40 / 47 / 57 ->
 // 36 / 43 / 52); a costly operand's stays behind reduce_block's call (inlined too, softmax's sum
 // of exp made the caller slower: 40 -> 47 ns a row over rows of 8).
-template <class Op, class Acc, bool Unit, bool Finite, class Ev, class Store>
+template <class Op, class Acc, bool Finite, class Ev, class Store>
 FUSE_INLINE Acc reduce_short_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean) {
   constexpr int W = block_lanes<Acc>;
   if constexpr (std::is_floating_point_v<Acc> && std::is_base_of_v<sum_op, Op> && !streams_by_itself<Ev>) {
@@ -80,7 +80,7 @@ FUSE_INLINE Acc reduce_short_block(const Ev& ev, index_t b, index_t e, Store sto
     FUSE_SIMD_LOOP
     for (int l = 0; l < W; ++l) buf[l] = lane_identity<Op, Acc>();
     for (index_t i = b; i < e; ++i) {
-      const auto v = ev.template at<Unit>(i);
+      const auto v = ev.template at<true>(i);
       if constexpr (!std::is_null_pointer_v<Store>) store[i] = v;
       buf[i - b] = static_cast<Acc>(v);
     }
@@ -91,7 +91,7 @@ FUSE_INLINE Acc reduce_short_block(const Ev& ev, index_t b, index_t e, Store sto
   }
   Acc a = Op::template identity<Acc>(), sum = Acc(0);
   for (index_t i = b; i < e; ++i) {
-    const auto v = ev.template at<Unit>(i);
+    const auto v = ev.template at<true>(i);
     if constexpr (!std::is_null_pointer_v<Store>) store[i] = v;
     if constexpr (Finite) a = Op::finite_combine(a, static_cast<Acc>(v)), sum += static_cast<Acc>(v);
     else a = Op::combine(a, static_cast<Acc>(v));
@@ -153,13 +153,13 @@ FUSE_INLINE Acc fold_lanes(Acc* lane, Acc* probe, bool& clean) {
 inline constexpr int small_block_adds = 16;
 template <class Acc>
 inline constexpr index_t small_block_max = index_t(block_lanes<Acc> / 2) * small_block_adds;
-template <class Op, class Acc, bool Unit, bool Finite, class Ev, class Store>
+template <class Op, class Acc, bool Finite, class Ev, class Store>
 FUSE_INLINE Acc reduce_small_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean) {
   constexpr int W = block_lanes<Acc> / 2;
   Acc lane[W], probe[W];
   start_lanes<Op, Acc, Finite, W>(lane, probe);
   const auto take = [&](int l, index_t i) {
-    const auto v = ev.template at<Unit>(i);
+    const auto v = ev.template at<true>(i);
     if constexpr (!std::is_null_pointer_v<Store>) store[i] = v;
     take_lane<Op, Acc, Finite>(lane[l], probe[l], static_cast<Acc>(v));
   };
@@ -183,7 +183,7 @@ FUSE_INLINE Acc reduce_small_block(const Ev& ev, index_t b, index_t e, Store sto
 // Op::combine, exactly). Infinities alone leave it clean: max and min (the ops with a
 // finite_combine) take them right, and a causal mask's -inf filled half its blocks, each then
 // reduced twice. pf asks for the row's long inputs ahead (prefetch.hpp).
-template <class Op, class Acc, bool Unit, bool Finite, class Ev, class Store, std::size_t R>
+template <class Op, class Acc, bool Finite, class Ev, class Store, std::size_t R>
 Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean, const stream_prefetch<R>& pf) {
   constexpr int W = block_lanes<Acc>;
   // Float sums, means and products (the ops whose blocks combine in double): each lane's total of a
@@ -193,8 +193,8 @@ Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean, c
   // grows with the additions into one accumulator: on 2^25 equal terms it reached 1.9e-6 relative
   // (a probe, 2026-12-02) against the spec's 1e-6.
   constexpr bool by_chunks = !std::is_same_v<typename Op::template total_t<Acc>, Acc>;
-  if (e - b < W) return reduce_short_block<Op, Acc, Unit, Finite>(ev, b, e, store, clean);
-  if (e - b <= small_block_max<Acc>) return reduce_small_block<Op, Acc, Unit, Finite>(ev, b, e, store, clean);
+  if (e - b < W) return reduce_short_block<Op, Acc, Finite>(ev, b, e, store, clean);
+  if (e - b <= small_block_max<Acc>) return reduce_small_block<Op, Acc, Finite>(ev, b, e, store, clean);
   // Each array is set only where it is used, and `chunks` only once a second chunk starts: on a
   // row of 64 floats, setting all three took 61 of ~430 instructions a row (callgrind, AVX2).
   Acc lane[W], probe[W], chunks[W];
@@ -221,7 +221,7 @@ Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean, c
     for (; i + W <= stop; i += W) {
       FUSE_SIMD_LOOP
       for (int l = 0; l < W; ++l) {
-        const auto v = ev.template at<Unit>(i + l);
+        const auto v = ev.template at<true>(i + l);
         if constexpr (!std::is_null_pointer_v<Store>) store[i + l] = v;
         if constexpr (Finite) {
           lane[l] = Op::finite_combine(lane[l], static_cast<Acc>(v));
@@ -233,7 +233,7 @@ Acc reduce_block(const Ev& ev, index_t b, index_t e, Store store, bool& clean, c
     }
   }
   for (; i < e; ++i) {
-    const auto v = ev.template at<Unit>(i);
+    const auto v = ev.template at<true>(i);
     if constexpr (!std::is_null_pointer_v<Store>) store[i] = v;
     if constexpr (Finite) probe[0] += static_cast<Acc>(v);
     lane[0] = Op::combine(lane[0], static_cast<Acc>(v));
@@ -277,7 +277,7 @@ FUSE_INLINE Ev seeked(const Ev& ev, const index_t* idx, row_copies<R>* copies) {
 // Reduces elements [begin, end) of the current row of ev (already seeked: a private copy, whose
 // members cannot alias anything written) with Op, block by block (float sums in float lanes per
 // block of block_elements, blocks combined in double).
-template <class Op, class Acc, bool Unit, class Ev, std::size_t R, class Store = std::nullptr_t>
+template <class Op, class Acc, class Ev, std::size_t R, class Store = std::nullptr_t>
 FUSE_INLINE typename Op::template total_t<Acc> reduce_range(const Ev& ev, index_t begin, index_t end,
                                                             const stream_prefetch<R>& pf, Store store = nullptr) {
   using Total = typename Op::template total_t<Acc>;
@@ -288,18 +288,18 @@ FUSE_INLINE typename Op::template total_t<Acc> reduce_range(const Ev& ev, index_
     Acc block;
     if (streams_by_itself<Ev> && e - b < block_lanes<Acc>) {  // inline: see reduce_short_block
       if constexpr (has_finite_combine<Op, Acc>) {
-        block = reduce_short_block<Op, Acc, Unit, true>(ev, b, e, store, clean);
-        if (!clean) block = reduce_short_block<Op, Acc, Unit, false>(ev, b, e, nullptr, clean);
+        block = reduce_short_block<Op, Acc, true>(ev, b, e, store, clean);
+        if (!clean) block = reduce_short_block<Op, Acc, false>(ev, b, e, nullptr, clean);
       } else {
-        block = reduce_short_block<Op, Acc, Unit, false>(ev, b, e, store, clean);
+        block = reduce_short_block<Op, Acc, false>(ev, b, e, store, clean);
       }
     } else if (!has_finite_combine<Op, Acc> && streams_by_itself<Ev> && e - b <= small_block_max<Acc>) {
-      block = reduce_small_block<Op, Acc, Unit, false>(ev, b, e, store, clean);
+      block = reduce_small_block<Op, Acc, false>(ev, b, e, store, clean);
     } else if constexpr (has_finite_combine<Op, Acc>) {
-      block = reduce_block<Op, Acc, Unit, true>(ev, b, e, store, clean, pf);
-      if (!clean) block = reduce_block<Op, Acc, Unit, false>(ev, b, e, nullptr, clean, pf);  // a NaN or inf: exact
+      block = reduce_block<Op, Acc, true>(ev, b, e, store, clean, pf);
+      if (!clean) block = reduce_block<Op, Acc, false>(ev, b, e, nullptr, clean, pf);  // a NaN or inf: exact
     } else {
-      block = reduce_block<Op, Acc, Unit, false>(ev, b, e, store, clean, pf);
+      block = reduce_block<Op, Acc, false>(ev, b, e, store, clean, pf);
     }
     total = Op::combine(total, static_cast<Total>(block));
   }
@@ -311,11 +311,11 @@ FUSE_INLINE typename Op::template total_t<Acc> reduce_range(const Ev& ev, index_
 // argument area right after seek() had stored its row pointer: wide loads of narrower stores,
 // which store-to-load forwarding cannot serve (perf, softmax over rows of 8 floats on Zen 3: 59%
 // of the max phase's own samples on that copy).
-template <class Op, class Acc, bool Unit, class Ev, std::size_t R, class Store>
+template <class Op, class Acc, class Ev, std::size_t R, class Store>
 typename Op::template total_t<Acc> reduce_row_at(Ev ev, const index_t* idx, row_copies<R>* copies, index_t begin,
                                                  index_t end, const stream_prefetch<R>& pf, Store store) {
   seek_row(ev, idx, copies);
-  return reduce_range<Op, Acc, Unit>(ev, begin, end, pf, store);
+  return reduce_range<Op, Acc>(ev, begin, end, pf, store);
 }
 
 // Rows made of many short runs (a training batch norm's channel over 7 x 7 planes: N runs of 49
@@ -378,26 +378,26 @@ struct phase_plan {
 // reduce_row_at of operand over the row at idx with the mask's where replaced by its kept branch
 // (kept_where: no comparison per element, the branch converted as the where converts it), or as
 // it is where the where is not found in it (bound as a shared subtree).
-template <class Op, class Acc, bool Unit, class W, class Ev, std::size_t R, class Store>
+template <class Op, class Acc, class W, class Ev, std::size_t R, class Store>
 typename Op::template total_t<Acc> reduce_kept(const Ev& operand, bool keep_true, const index_t* idx, index_t lo,
                                                index_t hi, const stream_prefetch<R>& pf, row_copies<R>* copies, Store store) {
   if constexpr (occurrences<W, Ev>::value > 0) {
     const W& w = first_occurrence<W>(operand);
     if constexpr (may_keep_true_v<W>)
-      if (keep_true) return reduce_row_at<Op, Acc, Unit>(substitute<W>(operand, kept_where<true>(w)), idx, copies, lo, hi, pf, store);
+      if (keep_true) return reduce_row_at<Op, Acc>(substitute<W>(operand, kept_where<true>(w)), idx, copies, lo, hi, pf, store);
     if constexpr (may_keep_false_v<W>)
-      if (!keep_true) return reduce_row_at<Op, Acc, Unit>(substitute<W>(operand, kept_where<false>(w)), idx, copies, lo, hi, pf, store);
+      if (!keep_true) return reduce_row_at<Op, Acc>(substitute<W>(operand, kept_where<false>(w)), idx, copies, lo, hi, pf, store);
   } else {
     (void)keep_true;
   }
-  return reduce_row_at<Op, Acc, Unit>(operand, idx, copies, lo, hi, pf, store);  // (not reached with a where)
+  return reduce_row_at<Op, Acc>(operand, idx, copies, lo, hi, pf, store);  // (not reached with a where)
 }
 
 // reduce_row_at of operand (unseeked) over the row at idx, or over its kept interval when the mask
 // m allows (row_mask.hpp): the masked elements' one value v combined once, and stored where the
 // row buffer wants it. child: the phase's operand as written (operand may have shared subtrees
 // bound, the where among them).
-template <class Op, class Acc, bool Unit, class Child, class Ev, std::size_t R, class Store>
+template <class Op, class Acc, class Child, class Ev, std::size_t R, class Store>
 typename Op::template total_t<Acc> reduce_masked(const Child& child, const row_mask& m, const Ev& operand, const index_t* idx,
                                                  index_t begin, index_t end, const stream_prefetch<R>& pf,
                                                  row_copies<R>* copies, Store store) {
@@ -405,8 +405,8 @@ typename Op::template total_t<Acc> reduce_masked(const Child& child, const row_m
   if constexpr (!std::is_void_v<index_where_t<Child>>) {
     const Child c = seeked(child, idx, copies);
     index_t lo = begin, hi = end;
-    if (kept_interval<Unit>(c, m, begin, end, lo, hi) && (lo > begin || hi < end)) {
-      const auto v = c.template at<Unit>(lo > begin ? begin : hi);  // a masked element's value
+    if (kept_interval(c, m, begin, end, lo, hi) && (lo > begin || hi < end)) {
+      const auto v = c.template at<true>(lo > begin ? begin : hi);  // a masked element's value
       const Acc a = static_cast<Acc>(v);
       // Idempotent, bit for bit (-0 * -0 is +0): once stands for any number of times.
       const Acc twice = Op::combine(a, a);
@@ -415,13 +415,13 @@ typename Op::template total_t<Acc> reduce_masked(const Child& child, const row_m
           for (index_t i = begin; i < lo; ++i) store[i] = v;
           for (index_t i = hi; i < end; ++i) store[i] = v;
         }
-        const Total kept = lo < hi ? reduce_kept<Op, Acc, Unit, index_where_t<Child>>(operand, m.keep_true, idx, lo, hi, pf, copies, store)
+        const Total kept = lo < hi ? reduce_kept<Op, Acc, index_where_t<Child>>(operand, m.keep_true, idx, lo, hi, pf, copies, store)
                                    : Op::template identity<Total>();
         return Op::combine(kept, static_cast<Total>(a));
       }
     }
   }
-  return reduce_row_at<Op, Acc, Unit>(operand, idx, copies, begin, end, pf, store);
+  return reduce_row_at<Op, Acc>(operand, idx, copies, begin, end, pf, store);
 }
 
 // Does a phase run as a plain row (reduce_plain_row)? One row axis, no mask, no shared subtree.
@@ -436,7 +436,7 @@ inline bool plain_row(const phase_plan& plan, std::size_t inner_first, std::size
 // 38 and 86 -> 56, rms_norm 28 -> 18 and 45 -> 31).
 // copies: as seeked() (a row_copies<R>*), or nullptr (a std::nullptr_t) where the kernel reads no
 // leaf through them.
-template <bool Unit, class Phase, std::size_t R, class Copies, class Store = std::nullptr_t>
+template <class Phase, std::size_t R, class Copies, class Store = std::nullptr_t>
 FUSE_INLINE auto reduce_plain_row(const Phase& p, const index_t* idx, index_t n, stream_prefetch<R>& pf, Copies copies,
                                   Store store = nullptr) {
   using Op = typename Phase::op;
@@ -445,11 +445,11 @@ FUSE_INLINE auto reduce_plain_row(const Phase& p, const index_t* idx, index_t n,
   auto e = p.child;  // a private copy, seeked after it is made (see seeked())
   seek_row(e, idx, copies);
   pf.seek(idx);
-  return reduce_range<Op, Acc, Unit>(e, 0, n, pf, store);
+  return reduce_range<Op, Acc>(e, 0, n, pf, store);
 }
 
 // Phase p over elements [begin, end) of the row at idx; plan: its phase_plan; copies: as seeked().
-template <bool Unit, class Phase, std::size_t R, class Store = std::nullptr_t>
+template <class Phase, std::size_t R, class Store = std::nullptr_t>
 auto reduce_row(const Phase& p, const phase_plan& plan, const index_t* shape, std::size_t inner_first, index_t* idx,
                 index_t begin, index_t end, stream_prefetch<R>& pf, std::type_identity_t<row_copies<R>>* copies,
                 Store store = nullptr) {
@@ -461,7 +461,7 @@ auto reduce_row(const Phase& p, const phase_plan& plan, const index_t* shape, st
   index_t sub = 1;
   for (std::size_t d = inner_first; d < R - 1; ++d) sub *= shape[d];
   with_shared(p.child, plan.shared, [&](const auto& operand) {
-    if constexpr (Unit && std::is_null_pointer_v<Store>) {
+    if constexpr (std::is_null_pointer_v<Store>) {
       if (!plan.mask.on && short_runs<Acc>(sub, end - begin)) {
         bool clean = true;
         if constexpr (has_finite_combine<Op, Acc>) {
@@ -476,8 +476,8 @@ auto reduce_row(const Phase& p, const phase_plan& plan, const index_t* shape, st
       unflatten(s, shape, inner_first, R - 1, idx);
       pf.seek(idx);
       // store: one sub-row
-      if (plan.mask.on) total = Op::combine(total, reduce_masked<Op, Acc, Unit>(p.child, plan.mask, operand, idx, begin, end, pf, copies, store));
-      else total = Op::combine(total, reduce_row_at<Op, Acc, Unit>(operand, idx, copies, begin, end, pf, store));
+      if (plan.mask.on) total = Op::combine(total, reduce_masked<Op, Acc>(p.child, plan.mask, operand, idx, begin, end, pf, copies, store));
+      else total = Op::combine(total, reduce_row_at<Op, Acc>(operand, idx, copies, begin, end, pf, store));
     }
   });
   return total;

@@ -120,7 +120,7 @@ FUSE_INLINE void write_plain_row(const It& it, const Ev& ev, const index_t* idx,
 
 // The epilogue of the row at idx (outer part set), elements [begin, end) of every sub-row; a
 // reduction root writes its one value per row instead. copies: as seeked().
-template <bool Unit, class It, class Ev>
+template <class It, class Ev>
 void write_row(const It& it, Ev& ev, index_t* idx, index_t begin, index_t end, bool stream, stream_prefetch<It::rank>& pf,
                row_copies<It::rank>* copies) {
   constexpr std::size_t R = It::rank;
@@ -132,31 +132,26 @@ void write_row(const It& it, Ev& ev, index_t* idx, index_t begin, index_t end, b
     for (std::size_t d = 0; d < R; ++d)
       if (d >= it.inner_first) idx[d] = 0;
     ev.seek(idx);
-    it.out[row_offset<R>(it.out_stride, idx)] = static_cast<T>(ev.template at<Unit>(0));
+    it.out[row_offset<R>(it.out_stride, idx)] = static_cast<T>(ev.template at<true>(0));
     return;
   }
   if (begin >= end) return;
   index_t sub = 1;
   for (std::size_t d = it.inner_first; d < R - 1; ++d) sub *= it.shape[d];
-  const index_t os = it.out_stride[R - 1];
   Ev e = ev;  // a private copy: the stores below cannot alias its per-row constants
   for (index_t s = 0; s < sub; ++s) {
     unflatten(s, it.shape, it.inner_first, R - 1, idx);
     seek_row(e, idx, copies);
     T* row = it.out + row_offset<R>(it.out_stride, idx);
-    if constexpr (Unit) {
-      if constexpr (can_stream_v<T>) {
-        if (stream && streams_row<It>(row + begin, end - begin, row_pitch_bytes(it))) {
-          pf.seek(idx);
-          write_streaming(row, e, begin, end, pf);
-          continue;
-        }
+    if constexpr (can_stream_v<T>) {
+      if (stream && streams_row<It>(row + begin, end - begin, row_pitch_bytes(it))) {
+        pf.seek(idx);
+        write_streaming(row, e, begin, end, pf);
+        continue;
       }
-      FUSE_SIMD_LOOP
-      for (index_t i = begin; i < end; ++i) row[i] = e.template at<true>(i);
-    } else {
-      for (index_t i = begin; i < end; ++i) row[i * os] = e.template at<false>(i);
     }
+    FUSE_SIMD_LOOP
+    for (index_t i = begin; i < end; ++i) row[i] = e.template at<true>(i);
   }
 }
 
