@@ -1,7 +1,7 @@
 // Row kernels over rows strided in memory (backend/cpu/strided_rows.hpp): operands transposed,
 // every other element, reversed, padded or misaligned, written into destinations in those layouts;
 // per-row leaves on rows longer than the rows of copies take; full reductions with a per-row leaf
-// split across threads; integer and double rows; in place. Against double references, odd sizes,
+// split across threads; integer, double and 12-byte number-class rows; in place. Against double references, odd sizes,
 // 1-3 threads; nothing outside a destination written.
 #include "support.hpp"
 #include "reduce/reduce_support.hpp"
@@ -202,5 +202,36 @@ TEST_CASE("strided rows of 1, 2 and 8-byte elements, and in place", "[strided]")
     for (index_t j = 0; j < n; ++j) row.push_back(before(j, r));
     const std::vector<double> soft = rt::softmax_ref(row);
     for (index_t j = 0; j < n; ++j) CHECK(rt::close(x(j, r), soft[std::size_t(j)], 2e-6, 1e-9));
+  }
+}
+
+namespace {
+// A 12-byte number class (fuse takes any trivially copyable class convertible to float): its
+// strided rows are copied by copy_strided's element-by-element path, not one of its 1, 2, 4 or
+// 8-byte loops. The padding holds a marker that a copy of the wrong size would move into v.
+struct float_with_tag {
+  float v;
+  float tag[2];
+  float_with_tag() = default;
+  float_with_tag(float x) : v(x), tag{-1e30f, -1e30f} {}
+  operator float() const { return v; }
+};
+}  // namespace
+
+TEST_CASE("strided rows of a 12-byte number class", "[strided]") {
+  static_assert(sizeof(float_with_tag) == 12);
+  const index_t m = 13, n = 29;
+  const auto src = rt::random<float, 2>({n, m}, 23);
+  fuse::tensor<float_with_tag, 2> x(n, m);
+  for (index_t i = 0; i < x.size(); ++i) x.data()[i] = float_with_tag(src.data()[i]);
+  fuse::tensor<float, 2> y(m, n);
+  for (int threads = 1; threads <= 2; ++threads) {
+    fuse::assign(fuse::cpu{threads}, y, fuse::softmax(fuse::transpose(x), fuse::axis<-1>));
+    for (index_t r = 0; r < m; ++r) {
+      std::vector<double> row;
+      for (index_t j = 0; j < n; ++j) row.push_back(src(j, r));
+      const std::vector<double> soft = rt::softmax_ref(row);
+      for (index_t j = 0; j < n; ++j) CHECK(rt::close(y(r, j), soft[std::size_t(j)], 2e-6, 1e-9));
+    }
   }
 }

@@ -137,7 +137,8 @@ void copy_strided(void* dst, const index_t* ds, const void* src, const index_t* 
     case 8: return copy_elements<std::uint64_t, R>(dst, ds, src, ss, shape, threads);
     default: break;
   }
-  // Other sizes (none of fuse's value types: arithmetic, __half, bfloat16): one memcpy each.
+  // Other sizes (a user's number class convertible to float, promote.hpp's is_element_v, of 3, 12
+  // or 16 bytes): one memcpy each.
   index_t total = 1;
   for (std::size_t d = 0; d < R; ++d) total *= shape[d];
   auto* o = static_cast<unsigned char*>(dst);
