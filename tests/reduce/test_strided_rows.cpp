@@ -1,8 +1,8 @@
 // Row kernels over rows strided in memory (backend/cpu/strided_rows.hpp): operands transposed,
 // every other element, reversed, padded or misaligned, written into destinations in those layouts;
 // per-row leaves on rows longer than the rows of copies take; full reductions with a per-row leaf
-// split across threads; integer, double and 12-byte number-class rows; in place. Against double references, odd sizes,
-// 1-3 threads; nothing outside a destination written.
+// split across threads; integer, double and 12-byte number-class rows; in place. Against double
+// references, odd sizes, 1-3 threads; nothing outside a destination written.
 #include "support.hpp"
 #include "reduce/reduce_support.hpp"
 
