@@ -1,9 +1,10 @@
 // Elementwise kernels over transposed leaves or into transposed destinations, which run in tiles
-// (backend/cpu/transpose_tiles.hpp): 2-D transposes of odd sizes around the tile's edges (rows of
-// a line of the widest element, 128 columns), permutes of rank 3 and 4, transposed leaves beside
-// contiguous ones, leaves of stride 0 and reversed or step-2 views, transposed destinations, every
-// element size, split across 1-3 threads; nothing outside a destination written. Against values
-// computed element by element from the sources (double references where the expression computes).
+// (backend/cpu/transpose_tiles.hpp): 2-D transposes of odd sizes around the tile's edges (bands
+// of 512 bytes or a line of doubles, 64 or 128 columns), permutes of rank 3 and 4, transposed
+// leaves beside contiguous ones, leaves of stride 0 and reversed or step-2 views, transposed
+// destinations, every element size, split across 1-3 threads; nothing outside a destination
+// written. Against values computed element by element from the sources (double references where
+// the expression computes).
 #include "support.hpp"
 
 using namespace fuse_test;
@@ -12,10 +13,12 @@ using fuse::index_t;
 namespace {
 
 // Sizes around the tiles' edges (of the transposes [n, m]): rows under 128 (the strided loop), a
-// band of 16 floats or 8 doubles, all of `across` where it spans up to 256 bytes, pieces of 128
-// columns; big enough in the last ones for two and three threads (2^15 elements each).
-constexpr std::pair<index_t, index_t> shapes[] = {{1, 5}, {5, 1}, {3, 200}, {200, 3}, {17, 129}, {128, 16}, {37, 53},
-                                                  {130, 9}, {129, 130}, {257, 300}, {300, 257}, {403, 250}};
+// band of 512 bytes (128 floats, 512 int8) or of 8 doubles, all of `across` where it spans up to
+// 256 bytes, pieces of 64 columns (128 for doubles); big enough in the last ones for two and
+// three threads (2^15 elements each).
+constexpr std::pair<index_t, index_t> shapes[] = {{1, 5},     {5, 1},     {3, 200},   {200, 3},   {17, 129},
+                                                  {128, 16},  {37, 53},   {130, 9},   {129, 130}, {257, 300},
+                                                  {300, 257}, {403, 250}, {130, 600}};
 
 template <class T>
 T sentinel_of() {

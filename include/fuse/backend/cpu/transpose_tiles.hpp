@@ -28,32 +28,45 @@
 
 namespace fuse::detail {
 
-// The tiles' sizes (docs/performance.md, "Transposed elementwise kernels in tiles"; measured on a
-// Zen 3, 2 threads, where the copies' speeds varied up to 2x from run to run):
-// - rows (along `across`): a line of the widest element the tile moves (16 floats, 8 doubles:
-//   doubles in bands of 16 moved 6 GB/s, of 8 12-14); where all of `across` spans at most
-//   transpose_whole_band_bytes, the whole of it, so that each column's read is one block (NHWC
-//   to NCHW over C = 64: 3.0-4.8 GB/s in bands of a line, 13-17 whole);
-// - columns (along the last axis): 128 elements, an 8 KiB buffer per float leaf;
+// The tiles' sizes (docs/performance.md, "Transposed elementwise kernels in tiles" and "Tiles of
+// 512 bytes"; measured on a Zen 3, 2 threads, where the copies' speeds varied up to 2x from run to
+// run):
+// - rows (along `across`): 512 bytes of the widest element the tile moves where it is 4 bytes or
+//   less (128 floats), a line where it is 8 (8 doubles). A thread reads its tiles' source rows a
+//   band at a time, in order: with a line a band, at a stride that maps them to a few cache sets
+//   (y = transpose(x) over x [128, 131072], [4096, 4096] floats) they ran 3-8 GB/s, with 512
+//   bytes 8-12; doubles ran 10-14 GB/s in bands of a line, 8-10 in bands of 512 bytes. Where all
+//   of `across` spans at most transpose_whole_band_bytes, the whole of it, so that each column's
+//   read is one block (NHWC to NCHW over C = 64: 3.0-4.8 GB/s in bands of a line, 13-17 whole);
+// - columns (along the last axis): 64 elements in bands of 512 bytes (a 32 KiB buffer per leaf),
+//   128 in bands of a line (8 KiB);
 // - rows shorter than transpose_min_row elements keep the strided loop, which reads a row's lines
 //   again from L1 for the next rows, 16 floats to a line, as long as a row's lines fit there
 //   (y[2^21, 8] = transpose(x): 8-16 GB/s strided, 4-8 in tiles; NCHW to NHWC over C = 64:
 //   9-11 strided, 7-9 in tiles; rows of 16 and 32 about even).
 #ifndef FUSE_TRANSPOSE_TILE_BYTES
-#define FUSE_TRANSPOSE_TILE_BYTES 64
+#define FUSE_TRANSPOSE_TILE_BYTES 512
+#endif
+#ifndef FUSE_TRANSPOSE_TILE_COLS
+#define FUSE_TRANSPOSE_TILE_COLS 64
+#endif
+#ifndef FUSE_TRANSPOSE_TILE_BYTES_8
+#define FUSE_TRANSPOSE_TILE_BYTES_8 64
+#endif
+#ifndef FUSE_TRANSPOSE_TILE_COLS_8
+#define FUSE_TRANSPOSE_TILE_COLS_8 128
 #endif
 #ifndef FUSE_TRANSPOSE_WHOLE_BAND
 #define FUSE_TRANSPOSE_WHOLE_BAND 256
-#endif
-#ifndef FUSE_TRANSPOSE_TILE_COLS
-#define FUSE_TRANSPOSE_TILE_COLS 128
 #endif
 #ifndef FUSE_TRANSPOSE_MIN_ROW
 #define FUSE_TRANSPOSE_MIN_ROW 128
 #endif
 inline constexpr index_t transpose_tile_bytes = FUSE_TRANSPOSE_TILE_BYTES;
-inline constexpr index_t transpose_whole_band_bytes = FUSE_TRANSPOSE_WHOLE_BAND;
 inline constexpr index_t transpose_tile_cols = FUSE_TRANSPOSE_TILE_COLS;
+inline constexpr index_t transpose_tile_bytes_8 = FUSE_TRANSPOSE_TILE_BYTES_8;
+inline constexpr index_t transpose_tile_cols_8 = FUSE_TRANSPOSE_TILE_COLS_8;
+inline constexpr index_t transpose_whole_band_bytes = FUSE_TRANSPOSE_WHOLE_BAND;
 inline constexpr index_t transpose_min_row = FUSE_TRANSPOSE_MIN_ROW;
 
 // Copies rows x cols elements, words of type U, from `from` (strides fa along the rows, fc along
@@ -200,12 +213,15 @@ void walk_tiles(tile_walk<R>& w, index_t t, index_t nt) {
   constexpr std::size_t L = R - 1;
   const std::size_t a = w.a;
   const index_t n = w.shape[L], extent = w.shape[a];
-  // Rows: a line of the widest element moved (16 floats, 8 doubles), or all of `across`.
+  // Rows: 512 bytes of the widest element moved (128 floats), a line of 8-byte ones, or all of
+  // `across`.
   const bool out_tiled = w.out_stride[L] != 1, via_buffer = out_tiled || w.stream;
   std::size_t widest = out_tiled ? sizeof(T) : 1;
   for (const tile_copy& c : w.copies) widest = std::max(widest, c.bytes);
-  const index_t tile_cols = std::min(n, transpose_tile_cols);
-  const index_t band = extent * static_cast<index_t>(widest) <= transpose_whole_band_bytes ? extent : transpose_tile_bytes / static_cast<index_t>(widest);
+  const bool eight = widest > 4;
+  const index_t tile_cols = std::min(n, eight ? transpose_tile_cols_8 : transpose_tile_cols);
+  const index_t band_bytes = eight ? transpose_tile_bytes_8 : transpose_tile_bytes;
+  const index_t band = extent * static_cast<index_t>(widest) <= transpose_whole_band_bytes ? extent : band_bytes / static_cast<index_t>(widest);
   const index_t tile_rows = std::min(extent, std::max<index_t>(1, band));
   std::size_t bytes = 0;
   for (tile_copy& c : w.copies) {
