@@ -195,7 +195,7 @@ void run_cpu(const cpu& exec, const It& it) {
   using T = std::remove_pointer_t<decltype(it.out)>;
   constexpr bool streamable = can_stream_v<T> && streams_by_flops<std::remove_cvref_t<decltype(it.eval)>>;
   const bool large = std::size_t(n) * sizeof(T) >= streaming_store_bytes;
-  const bool stream_tiles = streamable && large && it.out_stride[It::rank - 1] == 1;
+  const bool stream_tiles = streamable && large;  // (a transposed destination where it runs along `across`)
   auto body = [&](index_t t, index_t nt) {
     const index_t b = chunk_begin(n, t, nt), e = chunk_begin(n, t + 1, nt);
     auto run_contiguous = [&](const auto& ev, bool tiled = false) {

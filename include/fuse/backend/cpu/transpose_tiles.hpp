@@ -189,7 +189,7 @@ struct tile_walk {
   void* out;
   const index_t* out_stride;
   std::size_t a;  // `across`
-  bool stream;
+  bool stream;  // streaming stores: a contiguous destination, or a transposed one along `across`
   small_vector<tile_copy, 8> copies;
   // Computes row[j] for j in [n0, n1) of the row at `outer` (ctx: the thread's evaluator), once the
   // copies' rows (row i of the tile) are pointed: point_copies(walk, i, n0) after its seek.
@@ -230,10 +230,15 @@ void walk_tiles(tile_walk<R>& w, index_t t, index_t nt) {
   }
   // The destination through a buffer too where it is transposed, or where it is streamed (each
   // buffer row then starts at its destination row's offset within a line, so that both align).
+  // A transposed destination contiguous along `across` is streamed a tile column at a time: each
+  // column gathered into a line-aligned row first (`turned`).
   constexpr index_t line = 64 / sizeof(T) > 0 ? 64 / sizeof(T) : 1;
-  const index_t out_row = tile_cols + (w.stream ? line : 0);
+  const bool stream_rows = w.stream && !out_tiled, stream_columns = w.stream && out_tiled && w.out_stride[a] == 1;
+  const index_t out_row = tile_cols + (stream_rows ? line : 0);
   const std::size_t out_offset = bytes;
   if (via_buffer) bytes += whole_lines(static_cast<std::size_t>(tile_rows * out_row) * sizeof(T));
+  const std::size_t turned_offset = bytes;
+  if (stream_columns) bytes += whole_lines(static_cast<std::size_t>(tile_rows + line) * sizeof(T));
   scratch_buffer<16384> buffer;
   w.buffer = buffer.reserve(bytes);
   w.tile_cols = tile_cols;
@@ -269,22 +274,34 @@ void walk_tiles(tile_walk<R>& w, index_t t, index_t nt) {
       outer[a] = a0 + i;
       T* const dst = out + row_offset<R>(w.out_stride, outer);
       T* const held = reinterpret_cast<T*>(w.buffer + out_offset) + i * out_row +
-                      (w.stream ? static_cast<index_t>(reinterpret_cast<std::uintptr_t>(dst + n0) % 64 / sizeof(T)) : 0);
+                      (stream_rows ? static_cast<index_t>(reinterpret_cast<std::uintptr_t>(dst + n0) % 64 / sizeof(T)) : 0);
       w.row(w.ctx, w, outer, i, n0, n1, via_buffer ? indexed_from(held, n0, sizeof(T)) : dst);
-      if (w.stream) stream_row(dst + n0, held, cols);
+      if (stream_rows) stream_row(dst + n0, held, cols);
     }
     if (out_tiled) {
       outer[a] = a0;
       T* const to = out + row_offset<R>(w.out_stride, outer) + n0 * w.out_stride[L];
-      move_tile_bytes(sizeof(T), to, w.out_stride[a], w.out_stride[L], w.buffer + out_offset, out_row, 1, rows, cols,
-                      std::abs(w.out_stride[a]) < std::abs(w.out_stride[L]));
+      if (stream_columns) {
+        const T* const tile = reinterpret_cast<const T*>(w.buffer + out_offset);
+        for (index_t j = 0; j < cols; ++j) {
+          T* const d = to + j * w.out_stride[L];
+          T* const turned = reinterpret_cast<T*>(w.buffer + turned_offset) +
+                            static_cast<index_t>(reinterpret_cast<std::uintptr_t>(d) % 64 / sizeof(T));
+          for (index_t i = 0; i < rows; ++i) turned[i] = tile[i * out_row + j];
+          stream_row(d, turned, rows);
+        }
+      } else {
+        move_tile_bytes(sizeof(T), to, w.out_stride[a], w.out_stride[L], w.buffer + out_offset, out_row, 1, rows, cols,
+                        std::abs(w.out_stride[a]) < std::abs(w.out_stride[L]));
+      }
     }
   }
 }
 
 // Thread t of nt's share of the tiles of iteration `it`, computed by `eval` (it.eval, or the same
-// with shared subtrees bound) across axis `across` (transpose_axis). stream: a contiguous
-// destination written with streaming stores (the caller fences before the threads join).
+// with shared subtrees bound) across axis `across` (transpose_axis). stream: a destination large
+// enough for streaming stores, used where it is contiguous along the rows or along `across` (the
+// caller fences before the threads join).
 template <class It, class Ev>
 void run_transpose_tiles(const It& it, const Ev& eval, int across, bool stream, index_t t, index_t nt) {
   constexpr std::size_t R = It::rank;
