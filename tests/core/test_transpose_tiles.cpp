@@ -133,34 +133,30 @@ TEST_CASE("a transpose in place goes through a temporary; take keeps its own loo
   }
 }
 
-TEST_CASE("a transpose of over 16 MiB, streamed into an aligned and a misaligned destination, plain or transposed", "[transpose][large]") {
-  const index_t m = 2048, n = 2051;  // 16.8 MB of floats out: streaming stores
+// A transpose of over 16 MiB (streaming stores) into y: plainly (y = transpose(x) * 2, y's rows
+// streamed) or through transpose(y) (y's rows, the tiles' columns, streamed through a
+// line-aligned row each); into an aligned and a misaligned y (every segment's head and tail
+// stored normally).
+TEST_CASE("a transpose of over 16 MiB, streamed into an aligned and a misaligned destination, plain or transposed",
+          "[transpose][large]") {
+  const index_t m = 2048, n = 2051;  // 16.8 MB of floats out
   const auto x = random_tensor<float, 2>({m, n}, 41);
-  for (layout l : {layout::contiguous, layout::misaligned})
-    for (int threads = 1; threads <= 2; ++threads) {
-      INFO(name(l) << ", " << threads << " threads");
-      buffer<float, 2> y({n, m}, l, sentinel_of<float>());
-      fuse::assign(fuse::cpu{threads}, y.view(), fuse::transpose(x) * 2.f);
-      CHECK(y.touched_outside() == 0);
-      const auto v = y.cview();
-      index_t wrong = 0;
-      for (index_t i = 0; i < n; ++i)
-        for (index_t j = 0; j < m; ++j) wrong += !(v(i, j) == 2.f * x(j, i));
-      CHECK(wrong == 0);
-    }
-  // Into a transposed destination contiguous along the tiles' bands: streamed a tile column at a
-  // time, through a line-aligned row (misaligned: every column's head and tail stored normally).
-  for (layout l : {layout::contiguous, layout::misaligned})
-    for (int threads = 1; threads <= 2; ++threads) {
-      INFO("into a transposed " << name(l) << " destination, " << threads << " threads");
-      buffer<float, 2> y({n, m}, l, sentinel_of<float>());
-      auto yt = fuse::transpose(y.view());
-      fuse::assign(fuse::cpu{threads}, yt, x * 2.f);
-      CHECK(y.touched_outside() == 0);
-      const auto v = y.cview();
-      index_t wrong = 0;
-      for (index_t i = 0; i < n; ++i)
-        for (index_t j = 0; j < m; ++j) wrong += !(v(i, j) == 2.f * x(j, i));
-      CHECK(wrong == 0);
-    }
+  for (bool through_transpose : {false, true})
+    for (layout l : {layout::contiguous, layout::misaligned})
+      for (int threads = 1; threads <= 2; ++threads) {
+        INFO(name(l) << (through_transpose ? ", through transpose(y), " : ", ") << threads << " threads");
+        buffer<float, 2> y({n, m}, l, sentinel_of<float>());
+        if (through_transpose) {
+          auto yt = fuse::transpose(y.view());
+          fuse::assign(fuse::cpu{threads}, yt, x * 2.f);
+        } else {
+          fuse::assign(fuse::cpu{threads}, y.view(), fuse::transpose(x) * 2.f);
+        }
+        CHECK(y.touched_outside() == 0);
+        const auto v = y.cview();
+        index_t wrong = 0;
+        for (index_t i = 0; i < n; ++i)
+          for (index_t j = 0; j < m; ++j) wrong += !(v(i, j) == 2.f * x(j, i));
+        CHECK(wrong == 0);
+      }
 }
