@@ -235,3 +235,39 @@ TEST_CASE("strided rows of a 12-byte number class", "[strided]") {
     }
   }
 }
+
+// Row kernels into a transposed destination of over 16 MiB: the contiguous temporary's copy out
+// streams a tile column at a time (4- and 8-byte words as floats and doubles), into an aligned and
+// a misaligned y.
+TEST_CASE("softmax and layer norm into a transposed destination of over 16 MiB", "[strided][large]") {
+  const index_t m = 4099, n = 1024;  // 16.8 MB of floats out
+  const auto x = rt::random<float, 2>({m, n}, 24);
+  for (layout l : {layout::contiguous, layout::misaligned}) {
+    INFO("floats into a transposed " << name(l) << " y");
+    buffer<float, 2> y({n, m}, l, sentinel<float>());
+    auto yt = fuse::transpose(y.view());
+    fuse::assign(fuse::cpu{2}, yt, fuse::softmax(x, fuse::axis<-1>));
+    CHECK(y.touched_outside() == 0);
+    const auto v = y.cview();
+    index_t bad = 0;
+    for (index_t r = 0; r < m; ++r) {
+      const std::vector<double> soft = rt::softmax_ref(row_of(x, r));
+      for (index_t j = 0; j < n; ++j) bad += !rt::close(v(j, r), soft[std::size_t(j)], 2e-5, 2e-6);
+    }
+    CHECK(bad == 0);
+  }
+  const index_t md = 2053;  // 16.8 MB of doubles out
+  const auto xd = rt::random<double, 2>({md, n}, 25);
+  const auto gamma = rt::random<double, 1>({n}, 26), beta = rt::random<double, 1>({n}, 27);
+  fuse::tensor<double, 2> yd(n, md);
+  auto ydt = fuse::transpose(yd);
+  fuse::assign(fuse::cpu{2}, ydt, fuse::layer_norm(xd, gamma, beta, 1e-5));
+  index_t bad = 0;
+  for (index_t r = 0; r < md; ++r) {
+    const std::vector<double> row(xd.data() + r * n, xd.data() + (r + 1) * n);
+    const double mean = rt::ref_mean(row), sd = std::sqrt(rt::ref_var(row) + 1e-5);
+    for (index_t j = 0; j < n; ++j)
+      bad += !rt::close(yd(j, r), (row[std::size_t(j)] - mean) / sd * gamma(j) + beta(j), 1e-12, 1e-13);
+  }
+  CHECK(bad == 0);
+}

@@ -7,6 +7,7 @@
 // 32-byte ones cost axpby_relu about 10% on an AVX2 machine (18.1-19.8 against 20.0-24.7 GB/s).
 #pragma once
 
+#include <cstdint>
 #include <type_traits>
 
 #include "fuse/config.hpp"
@@ -60,7 +61,20 @@ FUSE_INLINE void stream_register(double* dst, const double* src) {
   __builtin_ia32_movntpd(dst, v);
 #endif
 }
+
+// 4- and 8-byte words of any value type (copy_strided moves values as such): streamed as floats or
+// doubles, whose vector types may alias anything; a move leaves the bits as they are.
+FUSE_INLINE void stream_register(std::uint32_t* dst, const std::uint32_t* src) {
+  stream_register(reinterpret_cast<float*>(dst), reinterpret_cast<const float*>(src));
+}
+FUSE_INLINE void stream_register(std::uint64_t* dst, const std::uint64_t* src) {
+  stream_register(reinterpret_cast<double*>(dst), reinterpret_cast<const double*>(src));
+}
 #endif
+
+template <class T>
+inline constexpr bool can_stream_words_v =
+    can_stream_v<T> || (FUSE_STREAM_BYTES > 0 && (std::is_same_v<T, std::uint32_t> || std::is_same_v<T, std::uint64_t>));
 
 // Copies n values (n a multiple of 64 bytes' worth) from an aligned buffer to 64-byte aligned dst.
 template <class T>

@@ -63,9 +63,11 @@ struct copy_source {
 // Copies an array of elements of sizeof(U) bytes over `shape` from src (strides ss, in elements) to
 // dst (strides ds), as words of type U that may alias any type: the bytes of any value type, and
 // reading a float through them is defined. (Moved by memcpy instead, the loops no longer
-// vectorised: a contiguous copy 63-81 -> 13.5 GB/s.)
+// vectorised: a contiguous copy 63-81 -> 13.5 GB/s.) stream: the tiles' stores, where dst runs
+// along a tile's rows or columns, are streaming ones (a destination nothing reads soon).
 template <class U, std::size_t R>
-void copy_elements(void* to, const index_t* ds, const void* from, const index_t* ss, const index_t* shape, int threads) {
+void copy_elements(void* to, const index_t* ds, const void* from, const index_t* ss, const index_t* shape, int threads,
+                   bool stream) {
   typedef U FUSE_MAY_ALIAS E;
   constexpr std::size_t L = R - 1;
   // Axes dst does not keep (stride 0 there: a leaf broadcast along them) are copied once, not once
@@ -96,9 +98,10 @@ void copy_elements(void* to, const index_t* ds, const void* from, const index_t*
     run_threads(threads, [&](index_t t, index_t nt) {
       copy_source<R> source{static_cast<const unsigned char*>(from), {}};  // this thread's row pointer
       std::copy(ss, ss + R, source.stride);
-      tile_walk<R> w{extent, to, ds, static_cast<std::size_t>(across), false, {}, row, &source};
+      tile_walk<R> w{extent, to, ds, static_cast<std::size_t>(across), stream, {}, row, &source};
       if (ss[L] != 1) w.copies.push_back({&source, &copy_source<R>::point, source.base, source.stride, sizeof(U), 0});
       walk_tiles<R, U>(w, t, nt);
+      if (stream) stream_fence();  // before the join
     });
     return;
   }
@@ -129,12 +132,12 @@ void copy_elements(void* to, const index_t* ds, const void* from, const index_t*
 // copy_elements for elements of elem_bytes bytes (one loop per size, whatever the value type).
 template <std::size_t R>
 void copy_strided(void* dst, const index_t* ds, const void* src, const index_t* ss, const index_t* shape, std::size_t elem_bytes,
-                  int threads) {
+                  int threads, bool stream = false) {
   switch (elem_bytes) {
-    case 1: return copy_elements<std::uint8_t, R>(dst, ds, src, ss, shape, threads);
-    case 2: return copy_elements<std::uint16_t, R>(dst, ds, src, ss, shape, threads);
-    case 4: return copy_elements<std::uint32_t, R>(dst, ds, src, ss, shape, threads);
-    case 8: return copy_elements<std::uint64_t, R>(dst, ds, src, ss, shape, threads);
+    case 1: return copy_elements<std::uint8_t, R>(dst, ds, src, ss, shape, threads, stream);
+    case 2: return copy_elements<std::uint16_t, R>(dst, ds, src, ss, shape, threads, stream);
+    case 4: return copy_elements<std::uint32_t, R>(dst, ds, src, ss, shape, threads, stream);
+    case 8: return copy_elements<std::uint64_t, R>(dst, ds, src, ss, shape, threads, stream);
     default: break;
   }
   // Other sizes (a user's number class convertible to float, promote.hpp's is_element_v, of 3, 12
@@ -199,9 +202,14 @@ class contiguous_rows {
     return true;
   }
 
-  // After the kernel: the temporary's rows copied to the destination.
+  // After the kernel: the temporary's rows copied to the destination, with streaming stores
+  // where it is as large as the elementwise kernel streams (executor.hpp).
   void finish(int threads) {
-    if (out_ != nullptr) copy_strided<R>(out_, out_stride_, temp_, temp_stride_, shape_, out_bytes_, threads);
+    if (out_ == nullptr) return;
+    index_t n = 1;
+    for (std::size_t d = 0; d < R; ++d) n *= shape_[d];
+    const bool stream = std::size_t(n) * out_bytes_ >= streaming_store_bytes;
+    copy_strided<R>(out_, out_stride_, temp_, temp_stride_, shape_, out_bytes_, threads, stream);
   }
 
  private:

@@ -157,15 +157,19 @@ inline void* indexed_from(void* p, index_t k, std::size_t bytes) {
 }
 
 // to[0, n) = from[0, n) (from: a 64-byte aligned buffer), streaming the whole 64-byte lines of to.
+// (T: a value type, or the words copy_strided moves any value type's bytes as, which may alias it.)
 template <class T>
-void stream_row(T* to, const T* from, index_t n) {
+void stream_row(T* to_, const T* from_, index_t n) {
+  typedef T FUSE_MAY_ALIAS E;
+  E* const to = to_;
+  const E* const from = from_;
   index_t i = 0;
   while (i < n && reinterpret_cast<std::uintptr_t>(to + i) % 64 != 0) to[i] = from[i], ++i;
-  if constexpr (can_stream_v<T>) {
+  if constexpr (can_stream_words_v<T>) {
     constexpr index_t line = 64 / sizeof(T);
     if ((reinterpret_cast<std::uintptr_t>(from + i) % 64) == 0) {
       const index_t whole = (n - i) / line * line;
-      stream_out(to + i, from + i, whole);
+      stream_out(to_ + i, from_ + i, whole);
       i += whole;
     }
   }
