@@ -133,6 +133,44 @@ TEST_CASE("a transpose in place goes through a temporary; take keeps its own loo
   }
 }
 
+// Row kernels into a transposed destination: computed into a contiguous temporary, copied out in
+// the tiles (contiguous_rows::finish; streamed in fuse_stream_tests, a copy of this file built
+// with a small streaming threshold, as 4- and 8-byte words). Floats and doubles, into an aligned,
+// a misaligned and a padded y.
+TEST_CASE("softmax and layer norm into a transposed destination", "[transpose]") {
+  const index_t m = 301, n = 257;
+  const auto x = random_tensor<float, 2>({m, n}, 51);
+  const auto xd = random_tensor<double, 2>({m, n}, 52);
+  const auto gamma = random_tensor<double, 1>({n}, 53), beta = random_tensor<double, 1>({n}, 54);
+  int k = 0;
+  for (layout l : {layout::contiguous, layout::misaligned, layout::padded}) {
+    const int threads = 1 + k++ % 3;
+    INFO("into a transposed " << name(l) << " y, " << threads << " threads");
+    buffer<float, 2> y({n, m}, l, sentinel_of<float>());
+    auto yt = fuse::transpose(y.view());
+    fuse::assign(fuse::cpu{threads}, yt, fuse::softmax(x, fuse::axis<-1>));
+    CHECK(y.touched_outside() == 0);
+    buffer<double, 2> yd({n, m}, l, sentinel_of<double>());
+    auto ydt = fuse::transpose(yd.view());
+    fuse::assign(fuse::cpu{threads}, ydt, fuse::layer_norm(xd, gamma, beta, 1e-5));
+    CHECK(yd.touched_outside() == 0);
+    for (index_t r = 0; r < m; ++r) {
+      double mx = -1e300, total = 0, mean = 0, sq = 0;
+      for (index_t j = 0; j < n; ++j) mx = std::max(mx, double(x(r, j))), mean += xd(r, j);
+      for (index_t j = 0; j < n; ++j) total += std::exp(double(x(r, j)) - mx);
+      mean /= double(n);
+      for (index_t j = 0; j < n; ++j) sq += (xd(r, j) - mean) * (xd(r, j) - mean);
+      const double sd = std::sqrt(sq / double(n) + 1e-5);
+      index_t wrong = 0;
+      for (index_t j = 0; j < n; ++j) {
+        wrong += !close(y.cview()(j, r), std::exp(double(x(r, j)) - mx) / total, 2e-5, 1e-7);
+        wrong += !close(yd.cview()(j, r), (xd(r, j) - mean) / sd * gamma(j) + beta(j), 1e-12, 1e-13);
+      }
+      if (wrong != 0) FAIL_CHECK("row " << r << ": " << wrong << " values wrong");
+    }
+  }
+}
+
 // A transpose of over 16 MiB (streaming stores) into y: plainly (y = transpose(x) * 2, y's rows
 // streamed) or through transpose(y) (y's rows, the tiles' columns, streamed through a
 // line-aligned row each); into an aligned and a misaligned y (every segment's head and tail

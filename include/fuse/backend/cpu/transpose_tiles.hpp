@@ -159,21 +159,23 @@ inline void* indexed_from(void* p, index_t k, std::size_t bytes) {
 // to[0, n) = from[0, n) (from: a 64-byte aligned buffer), streaming the whole 64-byte lines of to.
 // (T: a value type, or the words copy_strided moves any value type's bytes as, which may alias it.)
 template <class T>
-void stream_row(T* to_, const T* from_, index_t n) {
-  typedef T FUSE_MAY_ALIAS E;
-  E* const to = to_;
-  const E* const from = from_;
-  index_t i = 0;
-  while (i < n && reinterpret_cast<std::uintptr_t>(to + i) % 64 != 0) to[i] = from[i], ++i;
+void stream_row(T* to, const T* from, index_t n) {
   if constexpr (can_stream_words_v<T>) {
+    typedef T FUSE_MAY_ALIAS E;
+    E* const t = to;
+    const E* const f = from;
     constexpr index_t line = 64 / sizeof(T);
-    if ((reinterpret_cast<std::uintptr_t>(from + i) % 64) == 0) {
+    index_t i = 0;
+    while (i < n && reinterpret_cast<std::uintptr_t>(t + i) % 64 != 0) t[i] = f[i], ++i;
+    if ((reinterpret_cast<std::uintptr_t>(f + i) % 64) == 0) {
       const index_t whole = (n - i) / line * line;
-      stream_out(to_ + i, from_ + i, whole);
+      stream_out(to + i, from + i, whole);
       i += whole;
     }
+    for (; i < n; ++i) t[i] = f[i];
+  } else {
+    for (index_t i = 0; i < n; ++i) to[i] = from[i];
   }
-  for (; i < n; ++i) to[i] = from[i];
 }
 
 // A leaf whose tiles are copied into the buffer: its tracker's pointers, and its tile's place.
@@ -220,7 +222,7 @@ void walk_tiles(tile_walk<R>& w, index_t t, index_t nt) {
   // Rows: 512 bytes of the widest element moved (128 floats), a line of 8-byte ones, or all of
   // `across`.
   const bool out_tiled = w.out_stride[L] != 1, via_buffer = out_tiled || w.stream;
-  std::size_t widest = out_tiled ? sizeof(T) : 1;
+  std::size_t widest = via_buffer ? sizeof(T) : 1;  // (the destination's buffer stays as small)
   for (const tile_copy& c : w.copies) widest = std::max(widest, c.bytes);
   const bool eight = widest > 4;
   const index_t tile_cols = std::min(n, eight ? transpose_tile_cols_8 : transpose_tile_cols);
@@ -235,9 +237,12 @@ void walk_tiles(tile_walk<R>& w, index_t t, index_t nt) {
   // The destination through a buffer too where it is transposed, or where it is streamed (each
   // buffer row then starts at its destination row's offset within a line, so that both align).
   // A transposed destination contiguous along `across` is streamed a tile column at a time: each
-  // column gathered into a line-aligned row first (`turned`).
+  // column gathered into a line-aligned row first (`turned`), where a column spans two lines or
+  // more (so that one at least is whole) of words that stream.
   constexpr index_t line = 64 / sizeof(T) > 0 ? 64 / sizeof(T) : 1;
-  const bool stream_rows = w.stream && !out_tiled, stream_columns = w.stream && out_tiled && w.out_stride[a] == 1;
+  const bool stream_rows = w.stream && !out_tiled;
+  const bool stream_columns =
+      can_stream_words_v<T> && w.stream && out_tiled && w.out_stride[a] == 1 && tile_rows * index_t(sizeof(T)) >= 128;
   const index_t out_row = tile_cols + (stream_rows ? line : 0);
   const std::size_t out_offset = bytes;
   if (via_buffer) bytes += whole_lines(static_cast<std::size_t>(tile_rows * out_row) * sizeof(T));
