@@ -133,11 +133,35 @@ TEST_CASE("a transpose in place goes through a temporary; take keeps its own loo
   }
 }
 
+// Float transposes into y, plainly (y's rows) and through transpose(y) (the tiles' columns along
+// y's rows), into an aligned, a misaligned and a padded y: what fuse_stream_tests (this file built
+// with a 4 KiB streaming threshold; it runs the [stream] cases) writes with streaming stores.
+TEST_CASE("float transposes into a plain and a transposed destination of every alignment", "[transpose][stream]") {
+  int k = 0;
+  for (auto [m, n] : {std::pair<index_t, index_t>{257, 300}, {403, 250}, {130, 600}}) {
+    const auto x = random_tensor<float, 2>({m, n}, std::uint64_t(m + n));
+    for (bool through_transpose : {false, true})
+      for (layout l : {layout::contiguous, layout::misaligned, layout::padded}) {
+        const int threads = 1 + k++ % 3;
+        INFO("[" << m << ", " << n << "]" << (through_transpose ? " through transpose(y)" : "") << " into " << name(l)
+                 << ", " << threads << " threads");
+        buffer<float, 2> y({n, m}, l, sentinel_of<float>());
+        if (through_transpose) {
+          auto yt = fuse::transpose(y.view());
+          fuse::assign(fuse::cpu{threads}, yt, x * 2.f);
+        } else {
+          fuse::assign(fuse::cpu{threads}, y.view(), fuse::transpose(x) * 2.f);
+        }
+        CHECK(y.touched_outside() == 0);
+        check_all(y.cview(), [&](const shape<2>& i) { return 2.0 * x(i[1], i[0]); }, 0.0, 0.0);
+      }
+  }
+}
+
 // Row kernels into a transposed destination: computed into a contiguous temporary, copied out in
-// the tiles (contiguous_rows::finish; streamed in fuse_stream_tests, a copy of this file built
-// with a small streaming threshold, as 4- and 8-byte words). Floats and doubles, into an aligned,
-// a misaligned and a padded y.
-TEST_CASE("softmax and layer norm into a transposed destination", "[transpose]") {
+// the tiles (contiguous_rows::finish; streamed in fuse_stream_tests as 4- and 8-byte words).
+// Floats and doubles, into an aligned, a misaligned and a padded y.
+TEST_CASE("softmax and layer norm into a transposed destination", "[transpose][stream]") {
   const index_t m = 301, n = 257;
   const auto x = random_tensor<float, 2>({m, n}, 51);
   const auto xd = random_tensor<double, 2>({m, n}, 52);
