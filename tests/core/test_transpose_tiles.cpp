@@ -41,6 +41,17 @@ void check_transpose(index_t m, index_t n, layout l, int threads) {
   CHECK(wrong == 0);
 }
 
+// y = transpose(x) * 2, written plainly (y's rows) or through transpose(y) = x * 2 (the tiles'
+// columns along y's rows).
+void transpose_times_two(const fuse::tensor<float, 2>& x, buffer<float, 2>& y, bool through_transpose, int threads) {
+  if (through_transpose) {
+    auto yt = fuse::transpose(y.view());
+    fuse::assign(fuse::cpu{threads}, yt, x * 2.f);
+  } else {
+    fuse::assign(fuse::cpu{threads}, y.view(), fuse::transpose(x) * 2.f);
+  }
+}
+
 }  // namespace
 
 // (Floats on 1-3 threads, the other types on a thread count that cycles: the sanitizer build
@@ -146,12 +157,7 @@ TEST_CASE("float transposes into a plain and a transposed destination of every a
         INFO("[" << m << ", " << n << "]" << (through_transpose ? " through transpose(y)" : "") << " into " << name(l)
                  << ", " << threads << " threads");
         buffer<float, 2> y({n, m}, l, sentinel_of<float>());
-        if (through_transpose) {
-          auto yt = fuse::transpose(y.view());
-          fuse::assign(fuse::cpu{threads}, yt, x * 2.f);
-        } else {
-          fuse::assign(fuse::cpu{threads}, y.view(), fuse::transpose(x) * 2.f);
-        }
+        transpose_times_two(x, y, through_transpose, threads);
         CHECK(y.touched_outside() == 0);
         check_all(y.cview(), [&](const shape<2>& i) { return 2.0 * x(i[1], i[0]); }, 0.0, 0.0);
       }
@@ -208,12 +214,7 @@ TEST_CASE("a transpose of over 16 MiB, streamed into an aligned and a misaligned
       for (int threads = 1; threads <= 2; ++threads) {
         INFO(name(l) << (through_transpose ? ", through transpose(y), " : ", ") << threads << " threads");
         buffer<float, 2> y({n, m}, l, sentinel_of<float>());
-        if (through_transpose) {
-          auto yt = fuse::transpose(y.view());
-          fuse::assign(fuse::cpu{threads}, yt, x * 2.f);
-        } else {
-          fuse::assign(fuse::cpu{threads}, y.view(), fuse::transpose(x) * 2.f);
-        }
+        transpose_times_two(x, y, through_transpose, threads);
         CHECK(y.touched_outside() == 0);
         const auto v = y.cview();
         index_t wrong = 0;
