@@ -52,6 +52,8 @@ inline constexpr index_t min_elements_per_thread = FUSE_MIN_ELEMENTS_PER_THREAD;
 #define FUSE_STREAMING_STORE_BYTES (std::size_t(16) << 20)
 #endif
 inline constexpr std::size_t streaming_store_bytes = FUSE_STREAMING_STORE_BYTES;
+// Whether an output of n elements of `bytes` bytes each is that large.
+inline bool large_enough_to_stream(index_t n, std::size_t bytes) { return std::size_t(n) * bytes >= streaming_store_bytes; }
 
 // ...unless the expression's arithmetic, not its memory, sets the pace: on AVX2 (Zen 3, 2
 // threads, [8192, 4096] + a row, docs/design.md "Streaming stores") erf, gelu_erf and gelu of
@@ -194,7 +196,7 @@ void run_cpu(const cpu& exec, const It& it) {
   // Streaming stores: for this type and expression (compile time), and this output's size.
   using T = std::remove_pointer_t<decltype(it.out)>;
   constexpr bool streamable = can_stream_v<T> && streams_by_flops<std::remove_cvref_t<decltype(it.eval)>>;
-  const bool large = std::size_t(n) * sizeof(T) >= streaming_store_bytes;
+  const bool large = large_enough_to_stream(n, sizeof(T));
   const bool stream_tiles = streamable && large;  // (a transposed destination where it runs along `across`)
   auto body = [&](index_t t, index_t nt) {
     const index_t b = chunk_begin(n, t, nt), e = chunk_begin(n, t + 1, nt);

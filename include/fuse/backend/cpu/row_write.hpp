@@ -17,7 +17,7 @@ template <class It>
 bool streams(const It& it) {
   using T = std::remove_pointer_t<decltype(it.out)>;
   if constexpr (can_stream_v<T>) {
-    return it.unit && !it.root_reduction && std::size_t(it.size()) * sizeof(T) >= streaming_store_bytes;
+    return it.unit && !it.root_reduction && large_enough_to_stream(it.size(), sizeof(T));
   } else {
     return false;
   }

@@ -208,8 +208,7 @@ class contiguous_rows {
     if (out_ == nullptr) return;
     index_t n = 1;
     for (std::size_t d = 0; d < R; ++d) n *= shape_[d];
-    const bool stream = std::size_t(n) * out_bytes_ >= streaming_store_bytes;
-    copy_strided<R>(out_, out_stride_, temp_, temp_stride_, shape_, out_bytes_, threads, stream);
+    copy_strided<R>(out_, out_stride_, temp_, temp_stride_, shape_, out_bytes_, threads, large_enough_to_stream(n, out_bytes_));
   }
 
  private:

@@ -222,7 +222,9 @@ void walk_tiles(tile_walk<R>& w, index_t t, index_t nt) {
   // Rows: 512 bytes of the widest element moved (128 floats), a line of 8-byte ones, or all of
   // `across`.
   const bool out_tiled = w.out_stride[L] != 1, via_buffer = out_tiled || w.stream;
-  std::size_t widest = via_buffer ? sizeof(T) : 1;  // (the destination's buffer stays as small)
+  // (The destination's element counts where it goes through a buffer, so that its buffer is no
+  // larger than a leaf's.)
+  std::size_t widest = via_buffer ? sizeof(T) : 1;
   for (const tile_copy& c : w.copies) widest = std::max(widest, c.bytes);
   const bool eight = widest > 4;
   const index_t tile_cols = std::min(n, eight ? transpose_tile_cols_8 : transpose_tile_cols);
