@@ -404,3 +404,42 @@ TEST_CASE("kernels run in the order the plan lists them, fused and eager", "[pla
   CHECK(order == std::vector<int>{1, 2});
   CHECK(y2(2, 3) == 12.0f + -9.0f);
 }
+
+TEST_CASE("plan numbers: a row kernel over strided rows counts its contiguous copies", "[plan][bytes][strided]") {
+  // The CPU row kernel copies a leaf strided along its rows (a transpose) contiguous first
+  // (backend/cpu/strided_rows.hpp): the copy is written and read back. A leaf read along its rows
+  // with a step (a row gathered into a row of copies) and a contiguous one are not copied.
+  fuse::tensor<float, 2> x(37, 53), z(37, 53);
+  fuse::tensor<float, 1> g(37);
+  const index_t xb = 37 * 53 * sz<float>;
+  auto xt = fuse::transpose(x);  // [53, 37], rows of stride 53
+  const auto soft = fuse::plan(fuse::softmax(xt, fuse::axis<-1>));
+  INFO(soft);
+  REQUIRE(soft.kernels == 1);
+  CHECK(soft.bytes_read == 2 * xb);
+  CHECK(soft.bytes_written == 2 * xb);
+  CHECK(soft.lines[0].what.find("(strided leaves copied contiguous first: ") != std::string::npos);
+  // Used three times (in two phases and the epilogue) and twice in one node: one copy.
+  const auto twice = fuse::plan(xt - fuse::max(xt, fuse::axis<-1>) + xt * 2.f);
+  INFO(twice);
+  CHECK(twice.bytes_read == 2 * xb);
+  CHECK(twice.bytes_written == 2 * xb);
+  // Two strided leaves of other data: two copies; a contiguous gamma is read as it is.
+  const auto two = fuse::plan(fuse::softmax(xt + fuse::transpose(z), fuse::axis<-1>) * g);
+  INFO(two);
+  CHECK(two.bytes_read == 4 * xb + 37 * sz<float>);
+  CHECK(two.bytes_written == 3 * xb);
+  // Contiguous rows, and rows read with a step along them (gathered a row at a time): no copies.
+  const auto plain = fuse::plan(fuse::softmax(x, fuse::axis<-1>));
+  INFO(plain);
+  CHECK(plain.lines[0].what.find("copied contiguous") == std::string::npos);
+  CHECK(plain.bytes_read == xb);
+  CHECK(plain.bytes_written == xb);
+  const auto stepped = fuse::plan(fuse::softmax(fuse::slice<1>(x, 0, 53, 2), fuse::axis<-1>));  // [37, 27]
+  INFO(stepped);
+  CHECK(stepped.lines[0].what.find("copied contiguous") == std::string::npos);
+  CHECK(stepped.bytes_written == 37 * 27 * sz<float>);
+  // The eager plan is not annotated (its kernels read materialised temporaries).
+  const auto eager = fuse::plan(fuse::eager(fuse::cpu{}), fuse::softmax(xt, fuse::axis<-1>));
+  for (const auto& line : eager.lines) CHECK(line.what.find("copied contiguous") == std::string::npos);
+}

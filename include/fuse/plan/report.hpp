@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fuse/backend/eager.hpp"
+#include "fuse/core/assign.hpp"
 #include "fuse/core/generators.hpp"
 #include "fuse/core/node_identity.hpp"
 #include "fuse/core/row_iteration.hpp"
@@ -214,6 +215,7 @@ struct plan_builder {
   };
   std::vector<computed> reductions{};
   bool column_pairs = false;  // the executor runs a column pair as one kernel (fuse::cpu)
+  bool row_copies = false;    // its row kernel copies strided leaves contiguous first (fuse::cpu)
 
   template <class A>
   const std::string* computed_before(const A& a) const {
@@ -238,6 +240,7 @@ struct group_walk {
   std::vector<std::string> phases{};
   std::vector<node_ref> nodes{};  // each phase's node (what the dedupe compares, same_node)
   bool split = false;  // run-time shapes broke the group: each of its reductions is a kernel
+  index_t copy_bytes = 0;  // the row kernel's contiguous copies of strided leaves (written, read back)
   // In a broken group, the reductions computed so far (each once, as split_group<R, M, true>).
   std::vector<plan_builder::computed>* split_done = nullptr;
 };
@@ -350,8 +353,8 @@ std::string emit_kernel(const E& e, group_walk& g, const std::string& what, cons
     k.what = std::string("row kernel, ") + std::to_string(g.phases.size()) + (g.phases.size() == 1 ? " phase [" : " phases [") +
              ph + "]: " + what + note;
   }
-  k.bytes_read = g.leaves.bytes() + g.temp_bytes;
-  k.bytes_written = shape_size(e.shape()) * index_t(sizeof(typename E::value_type));
+  k.bytes_read = g.leaves.bytes() + g.temp_bytes + g.copy_bytes;
+  k.bytes_written = shape_size(e.shape()) * index_t(sizeof(typename E::value_type)) + g.copy_bytes;
   k.flops = g.flops;
   g.plan.report.add(std::move(k));
   return "t" + std::to_string(g.plan.report.kernels - 1);
@@ -449,6 +452,27 @@ void emit_column_pairs_first(const E& e, plan_builder& p) {
   }
 }
 
+// The bytes that fuse::cpu's row kernel for group e (rank R, row axes M; over `shape`, one
+// value per row where `one_per_row`) copies before it runs: strided leaves made contiguous
+// (row_copy_bytes, backend/cpu/row_kernel.hpp); -1 where the kernel declines (its rows strided
+// otherwise than a copy mends: the fallback runs the group). 0 where no row kernel runs or where
+// the executor decides at run time what does: a root reduction that may run by columns or as
+// short rows, a group that computes reductions of its own first (the plan does not build its
+// rebuilt expression).
+template <std::size_t R, std::uint32_t M, class E>
+index_t planned_row_copies(const E& e, const shape_t<R>& shape, bool one_per_row) {
+  if constexpr (E::space == memory_space::device || reduction_count_v<E> == 0 || column_reducible_v<E> ||
+                short_row_reducible_v<E> || !splits_nothing<R, M, E>()) {
+    (void)e, (void)shape, (void)one_per_row;
+    return 0;
+  } else {
+    const shape_t<E::rank> out = e.shape();
+    destination<typename E::value_type, E::rank> dst{nullptr, out, {}};
+    for (index_t s = 1, d = index_t(E::rank) - 1; d >= 0; --d) dst.strides[std::size_t(d)] = s, s *= out[std::size_t(d)];
+    return row_copy_bytes(make_row_iteration<R>(dst, e, shape, M, one_per_row));
+  }
+}
+
 template <class E>
 std::string emit_plain_group(const E& e, plan_builder& p) {
   using G = group_of<E>;
@@ -473,10 +497,15 @@ std::string emit_plain_group(const E& e, plan_builder& p) {
   emit_leaving<R, G::mask>(e, p, before);
   // Run-time shapes that break the group make each reduction below its root a kernel.
   shape_t<R> rows = shape;
+  const bool fits = fits_group<R, G::mask>(e, shape);
+  const bool broken = !fits && !widen_to_rows<R, G::mask>(e, rows);
+  const index_t copies = !broken && p.row_copies ? planned_row_copies<R, G::mask>(e, rows, !fits) : 0;
   std::vector<plan_builder::computed> split_done;
-  group_walk g{.plan = p, .before = before, .split = !fits_group<R, G::mask>(e, shape) && !widen_to_rows<R, G::mask>(e, rows),
+  group_walk g{.plan = p, .before = before, .split = broken || copies < 0, .copy_bytes = std::max<index_t>(copies, 0),
                .split_done = &split_done};
-  if (g.split) note += " (split at run time: a reduction's extent differs from the group's)";
+  if (broken) note += " (split at run time: a reduction's extent differs from the group's)";
+  else if (copies < 0) note += " (split at run time: the row kernel cannot read its strided rows)";
+  else if (copies > 0) note += " (strided leaves copied contiguous first: " + format_bytes(copies) + ")";
   if constexpr (is_reduce_v<E>)
     if (g.split) return emit_fallback_reduction<R, G::mask>(e, g, note);
   const std::string what = walk_group<R, G::mask>(e, g);
@@ -583,6 +612,7 @@ plan_report plan(const Exec&, const E& expr) {
     p.executor = "fused";
     detail::plan_builder b{p};
     b.column_pairs = std::is_same_v<Exec, cpu>;
+    b.row_copies = std::is_same_v<Exec, cpu>;
     detail::emit_group(e, b);
   }
   return p;

@@ -424,6 +424,16 @@ void run_row_kernel_on(const It& it, [[maybe_unused]] int threads, copied_leaves
   body(0, 1);
 }
 
+// The bytes that run_row_kernel copies before it reads the rows of `it` (strided leaves made
+// contiguous, strided_rows.hpp): 0 where it reads them as they are, -1 where it declines.
+// (fuse::plan: plan/report.hpp. A strided destination's temporary is not counted: the plan writes
+// a fresh tensor.)
+template <class It>
+index_t row_copy_bytes(const It& it) {
+  if (it.rows() == 0 || it.unit) return 0;
+  return contiguous_rows<It::rank>::copy_bytes(it);
+}
+
 // False where the rows are strided and cannot be copied contiguous (strided_rows.hpp): nothing
 // was written, and the caller computes the group otherwise.
 template <class It>

@@ -177,11 +177,7 @@ class contiguous_rows {
   // memory (an affine index): the caller declines the kernel.
   template <class It>
   bool prepare(It& it, int threads) {
-    bool copyable = true;
-    it.for_each_tracker([&](const tracker& t) {
-      if (needs_copy(t, it.shape)) copyable = copyable && t.rebase != nullptr && t.span == 0 && t.base != nullptr;
-    });
-    if (!copyable) return false;
+    if (!copyable(it)) return false;
     it.for_each_tracker([&](tracker t) {
       if (!needs_copy(t, it.shape)) return;
       const void* copy = copy_of(t, it.shape, threads);
@@ -202,6 +198,25 @@ class contiguous_rows {
     return true;
   }
 
+  // The bytes of the contiguous copies that prepare would make of it's leaves (one per leaf and
+  // layout), nothing copied; -1 where it would decline. (What fuse::plan counts: plan/report.hpp.)
+  template <class It>
+  static index_t copy_bytes(It it) {
+    if (!copyable(it)) return -1;
+    small_vector<copied, 4> seen;
+    index_t bytes = 0;
+    it.for_each_tracker([&](const tracker& t) {
+      if (!needs_copy(t, it.shape) || find_copy(seen, t) != nullptr) return;
+      copied c{t.base, t.elem_bytes, {}, {}, nullptr};
+      std::copy(t.stride, t.stride + R, c.source);
+      bool keep[R];
+      for (std::size_t d = 0; d < R; ++d) keep[d] = t.stride[d] != 0;
+      bytes += dense_strides<R>(it.shape, keep, c.stride) * static_cast<index_t>(t.elem_bytes);
+      seen.push_back(c);
+    });
+    return bytes;
+  }
+
   // After the kernel: the temporary's rows copied to the destination, with streaming stores
   // where it is as large as the elementwise kernel streams (executor.hpp).
   void finish(int threads) {
@@ -220,16 +235,25 @@ class contiguous_rows {
     return reading_along_row<R>(t) == along_row::strided && !gathers_row<R>(t, shape);
   }
 
+  // Can every leaf that needs a copy be copied (read at base + offset, its base rebindable)?
+  template <class It>
+  static bool copyable(It& it) {
+    bool ok = true;
+    it.for_each_tracker([&](const tracker& t) {
+      if (needs_copy(t, it.shape)) ok = ok && t.rebase != nullptr && t.span == 0 && t.base != nullptr;
+    });
+    return ok;
+  }
+
   // The copy of t's elements over shape, laid out by t.stride as rewritten here; one per leaf
   // and layout (softmax reads x in each of its passes: one copy).
   const void* copy_of(const tracker& t, const index_t* shape, int threads) {
+    if (const copied* c = find_copy(copies_, t)) {
+      for (std::size_t d = 0; d < R; ++d) t.stride[d] = c->stride[d];
+      return c->data;
+    }
     index_t source[R];
     for (std::size_t d = 0; d < R; ++d) source[d] = t.stride[d];
-    for (const copied& c : copies_)
-      if (c.base == t.base && c.elem_bytes == t.elem_bytes && std::equal(source, source + R, c.source)) {
-        for (std::size_t d = 0; d < R; ++d) t.stride[d] = c.stride[d];
-        return c.data;
-      }
     copied c{t.base, t.elem_bytes, {}, {}, nullptr};
     std::copy(source, source + R, c.source);
     bool keep[R];
@@ -249,6 +273,13 @@ class contiguous_rows {
     index_t stride[R];
     unsigned char* data;
   };
+  // The copy of t's leaf in its layout among `list`, if there is one.
+  static const copied* find_copy(const small_vector<copied, 4>& list, const tracker& t) {
+    for (const copied& c : list)
+      if (c.base == t.base && c.elem_bytes == t.elem_bytes && std::equal(t.stride, t.stride + R, c.source)) return &c;
+    return nullptr;
+  }
+
   pool_arena<host_allocator> arena_;
   small_vector<copied, 4> copies_;
   void* out_ = nullptr;  // the destination, when written through temp_
