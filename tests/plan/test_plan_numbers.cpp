@@ -439,6 +439,16 @@ TEST_CASE("plan numbers: a row kernel over strided rows counts its contiguous co
   INFO(stepped);
   CHECK(stepped.lines[0].what.find("copied contiguous") == std::string::npos);
   CHECK(stepped.bytes_written == 37 * 27 * sz<float>);
+  // Rows strided otherwise than a copy mends (a transposed table under take, read at the ids'
+  // rows): the row kernel declines, and the plan lists the fallback's kernels.
+  fuse::tensor<float, 2> tt(64, 50);
+  fuse::tensor<int, 1> ids(7);
+  for (index_t i = 0; i < 7; ++i) ids(i) = int(i * 13 % 50);
+  const auto declined = fuse::plan(fuse::softmax(fuse::take(fuse::transpose(tt), ids), fuse::axis<-1>));
+  INFO(declined);
+  REQUIRE(declined.kernels == 5);
+  CHECK(declined.lines[4].what.find("(split at run time: the row kernel cannot read its strided rows)") != std::string::npos);
+  CHECK(fuse::plan(fuse::softmax(fuse::take(tt, ids), fuse::axis<-1>)).kernels == 1);
   // The eager plan is not annotated (its kernels read materialised temporaries).
   const auto eager = fuse::plan(fuse::eager(fuse::cpu{}), fuse::softmax(xt, fuse::axis<-1>));
   for (const auto& line : eager.lines) CHECK(line.what.find("copied contiguous") == std::string::npos);
