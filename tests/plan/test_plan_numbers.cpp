@@ -449,7 +449,27 @@ TEST_CASE("plan numbers: a row kernel over strided rows counts its contiguous co
   REQUIRE(declined.kernels == 5);
   CHECK(declined.lines[4].what.find("(split at run time: the row kernel cannot read its strided rows)") != std::string::npos);
   CHECK(fuse::plan(fuse::softmax(fuse::take(tt, ids), fuse::axis<-1>)).kernels == 1);
-  // The eager plan is not annotated (its kernels read materialised temporaries).
-  const auto eager = fuse::plan(fuse::eager(fuse::cpu{}), fuse::softmax(xt, fuse::axis<-1>));
-  for (const auto& line : eager.lines) CHECK(line.what.find("copied contiguous") == std::string::npos);
+  CHECK(fuse::plan(fuse::sum(fuse::take(fuse::transpose(tt), ids), fuse::axis<-1>)).kernels == 2);  // take, then sum
+
+  // Root reductions: the row kernel runs (and copies) where the column and short-row loops decline:
+  // rows of 16 or more, a last axis under 16, a leaf strided along the last axis.
+  const auto rows = fuse::plan(fuse::sum(xt, fuse::axis<-1>));  // rows of 37, strided
+  INFO(rows);
+  CHECK(rows.bytes_read == 2 * xb);
+  CHECK(rows.bytes_written == xb + 53 * sz<float>);
+  fuse::tensor<float, 2> w(1000, 3), s(4, 5);
+  const auto columns = fuse::plan(fuse::sum(w, fuse::axis<0>));  // 3 columns: by rows of 1000 strided ones
+  INFO(columns);
+  CHECK(columns.bytes_read == 2 * 3000 * sz<float>);
+  const auto short_rows = fuse::plan(fuse::sum(fuse::transpose(s), fuse::axis<-1>));  // rows of 4, stride 5
+  INFO(short_rows);
+  CHECK(short_rows.bytes_read == 2 * 20 * sz<float>);
+  CHECK(fuse::plan(fuse::sum(s, fuse::axis<-1>)).bytes_read == 20 * sz<float>);  // short rows, contiguous
+  CHECK(fuse::plan(fuse::sum(fuse::transpose(w), fuse::axis<0>)).bytes_read == 3000 * sz<float>);  // rows contiguous in w
+  // A group whose reduction over other axes is computed first still reads xt through a copy.
+  const auto mixed = fuse::plan(fuse::softmax(xt, fuse::axis<-1>) + fuse::sum(xt, fuse::axis<0>));
+  INFO(mixed);
+  REQUIRE(mixed.kernels == 2);
+  CHECK(mixed.lines[1].what.find("(strided leaves copied contiguous first: ") != std::string::npos);
+  CHECK(mixed.lines[1].bytes_written == 2 * xb);
 }

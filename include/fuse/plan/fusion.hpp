@@ -372,7 +372,9 @@ constexpr std::size_t interior_nodes() {
 
 }  // namespace detail
 
-// Fused kernels in the plan of E (a lone leaf is one copy kernel).
+// Fused kernels in the plan of E (a lone leaf is one copy kernel), from its type alone. The
+// run-time plan (fuse::plan) lists more where run-time shapes break a group or the CPU row
+// kernel cannot read its rows (each of the group's reductions a kernel then, plan/report.hpp).
 template <class E>
 inline constexpr std::size_t kernels_v = detail::fusion<std::remove_cvref_t<E>>::kernels;
 

@@ -452,24 +452,58 @@ void emit_column_pairs_first(const E& e, plan_builder& p) {
   }
 }
 
-// The bytes that fuse::cpu's row kernel for group e (rank R, row axes M; over `shape`, one
-// value per row where `one_per_row`) copies before it runs: strided leaves made contiguous
+// Group e (rank R, row axes M) as the CPU executor runs it: each reduction that leaves the group
+// replaced by a view of its result (as split_group<R, M, false> in core/assign.hpp does), here a
+// contiguous view of no data: nothing reads it, and a result is never copied or overlapped.
+template <std::size_t R, std::uint32_t M, class E>
+auto planned_group(const E& e) {
+  if constexpr (!is_reduce_v<E> && !(E::kind == node_kind::elementwise && reduction_count_v<E> > 0)) {
+    return e;
+  } else if constexpr (splits_nothing<R, M, E>()) {
+    return e;
+  } else {
+    return rebuild_over(e, [&]<class A>(const A& a) {
+      if constexpr (stays_in_group<A, R, M>) {
+        return planned_group<R, M>(a);
+      } else {
+        using V = basic_view<typename A::value_type, dextents<A::rank>, false, memory_space::host>;
+        return V(static_cast<typename A::value_type*>(nullptr), extents_from_shape<A::rank, dextents<A::rank>>(a.shape()));
+      }
+    });
+  }
+}
+
+// The bytes that fuse::cpu's row kernel for group e (rank R, row axes M; over `shape`, one value
+// per row where `one_per_row`) copies before it runs: strided leaves made contiguous
 // (row_copy_bytes, backend/cpu/row_kernel.hpp); -1 where the kernel declines (its rows strided
-// otherwise than a copy mends: the fallback runs the group). 0 where no row kernel runs or where
-// the executor decides at run time what does: a root reduction that may run by columns or as
-// short rows, a group that computes reductions of its own first (the plan does not build its
-// rebuilt expression).
+// otherwise than a copy mends: the fallback runs the group). 0 where no row kernel runs: an
+// elementwise group, or a root reduction that runs by columns or as short rows (their own
+// checks, over a fresh contiguous destination).
 template <std::size_t R, std::uint32_t M, class E>
 index_t planned_row_copies(const E& e, const shape_t<R>& shape, bool one_per_row) {
-  if constexpr (E::space == memory_space::device || reduction_count_v<E> == 0 || column_reducible_v<E> ||
-                short_row_reducible_v<E> || !splits_nothing<R, M, E>()) {
+  if constexpr (E::space == memory_space::device || reduction_count_v<E> == 0) {
     (void)e, (void)shape, (void)one_per_row;
     return 0;
   } else {
-    const shape_t<E::rank> out = e.shape();
-    destination<typename E::value_type, E::rank> dst{nullptr, out, {}};
-    for (index_t s = 1, d = index_t(E::rank) - 1; d >= 0; --d) dst.strides[std::size_t(d)] = s, s *= out[std::size_t(d)];
-    return row_copy_bytes(make_row_iteration<R>(dst, e, shape, M, one_per_row));
+    const auto g = planned_group<R, M>(e);
+    using G = std::remove_cvref_t<decltype(g)>;
+    if constexpr (reduction_count_v<G> == 0) {
+      return 0;
+    } else {
+      const shape_t<E::rank> out = e.shape();
+      destination<typename E::value_type, E::rank> dst{nullptr, out, {}};
+      for (index_t s = 1, d = index_t(E::rank) - 1; d >= 0; --d) dst.strides[std::size_t(d)] = s, s *= out[std::size_t(d)];
+      bool splats = false;
+      if constexpr (column_reducible_v<G>) {
+        auto ev = g.child.template evaluator<G::child_rank, 0>(g.child.shape());
+        if (columns_accept(dst, g, ev, splats)) return 0;
+      }
+      if constexpr (short_row_reducible_v<G>) {
+        auto ev = g.child.template evaluator<G::child_rank, 0>(g.child.shape());
+        if (short_rows_accept(dst, g, ev, splats)) return 0;
+      }
+      return row_copy_bytes(make_row_iteration<R>(dst, g, shape, M, one_per_row));
+    }
   }
 }
 

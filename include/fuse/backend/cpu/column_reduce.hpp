@@ -169,6 +169,16 @@ class four_rows {
   splat_rows splat_[4];
 };
 
+// Does run_columns run e into dst (rather than decline)? ev: the evaluator of e's operand over its
+// shape; splats as reads_by_rows sets it. (fuse::plan asks too: plan/report.hpp.)
+template <class T, std::size_t RD, class E, class Ev>
+bool columns_accept(const destination<T, RD>& dst, const E& e, Ev& ev, bool& splats) {
+  constexpr std::size_t R = E::child_rank;
+  const shape_t<R> shape = e.child.shape();
+  const index_t n = shape[R - 1];
+  return n >= column_min_extent && n <= splat_max_row && reads_by_rows(ev, shape, dst, splats);
+}
+
 // Runs the column_reducible_v reduction e into dst (e's shape, leading extents of 1 possibly
 // dropped). False, with nothing done, where the row kernel should run instead: a short last axis,
 // an operand that is not contiguous along it, or a destination that overlaps the operand (the
@@ -183,10 +193,9 @@ bool run_columns(const cpu& exec, const destination<T, RD>& dst, const E& e) {
   constexpr std::uint32_t M = E::mask;
   const shape_t<R> shape = e.child.shape();
   const index_t n = shape[R - 1];
-  if (n < column_min_extent || n > splat_max_row) return false;
   auto ev = e.child.template evaluator<R, 0>(shape);
   bool splats = false;
-  if (!reads_by_rows(ev, shape, dst, splats)) return false;
+  if (!columns_accept(dst, e, ev, splats)) return false;
 
   const int threads = threads_for(exec, shape_size(shape));
   const column_tiles c = tile_columns(shape, M, threads, column_max_tile);

@@ -20,6 +20,14 @@ template <class Op, std::uint32_t M, class C>
 inline constexpr bool short_row_reducible_v<reduce_expr<Op, M, true, C>> =
     (C::rank >= 1) && M == (std::uint32_t(1) << (C::rank - 1)) && reduction_count_v<C> == 0;
 
+// Does run_short_rows run e into dst (rather than decline)? ev and splats as columns_accept.
+template <class T, std::size_t RD, class E, class Ev>
+bool short_rows_accept(const destination<T, RD>& dst, const E& e, Ev& ev, bool& splats) {
+  constexpr std::size_t R = E::child_rank;
+  const shape_t<R> shape = e.child.shape();
+  return shape[R - 1] < short_row_max && reads_by_rows(ev, shape, dst, splats);
+}
+
 // Runs the short_row_reducible_v reduction e into dst; false (nothing done) for rows of 16 or more
 // elements and where reads_by_rows says no.
 template <class T, std::size_t RD, class E>
@@ -31,10 +39,9 @@ bool run_short_rows(const cpu& exec, const destination<T, RD>& dst, const E& e) 
   constexpr std::size_t R = E::child_rank;
   const shape_t<R> shape = e.child.shape();
   const index_t n = shape[R - 1];
-  if (n >= short_row_max) return false;
   auto ev = e.child.template evaluator<R, 0>(shape);
   bool splats = false;
-  if (!reads_by_rows(ev, shape, dst, splats)) return false;
+  if (!short_rows_accept(dst, e, ev, splats)) return false;
   index_t rows = 1;
   for (std::size_t d = 0; d + 1 < R; ++d) rows *= shape[d];
   run_threads(threads_for(exec, rows * n), [&](index_t t, index_t nt) {
