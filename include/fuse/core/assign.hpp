@@ -156,6 +156,20 @@ constexpr bool splits_nothing() {
   }
 }
 
+// e with each node below it that leaves the group (rank R, row axes M) replaced by leave(node):
+// the reductions that do not join it, and with Every every reduction. (split_group computes them;
+// fuse::plan rebuilds the same type over views of no data: planned_group, plan/report.hpp.)
+// Returns e itself (a reference) where nothing is replaced.
+template <std::size_t R, std::uint32_t M, bool Every, class E, class Leave>
+decltype(auto) replace_leaving(const E& e, const Leave& leave) {
+  constexpr bool rebuilt = is_reduce_v<E> || (E::kind == node_kind::elementwise && reduction_count_v<E> > 0);
+  if constexpr (!rebuilt || (!Every && splits_nothing<R, M, E>())) return (e);
+  else return rebuild_over(e, [&]<class A>(const A& x) {
+    if constexpr ((Every && is_reduce_v<A>) || !stays_in_group<A, R, M>) return leave(x);
+    else return replace_leaving<R, M, Every>(x, leave);
+  });  // the operands' kernels run left to right, as the plan lists them
+}
+
 // e with reductions replaced by views of their results, each computed first as a group of its own:
 // - Every = false: the reductions that do not join the group (rank R, row axes M) (as
 //   plan/fusion.hpp);
@@ -165,9 +179,7 @@ constexpr bool splits_nothing() {
 // Returns e itself (a reference) where nothing splits or there is no reduction to replace.
 template <std::size_t R, std::uint32_t M, bool Every, class Exec, class E>
 decltype(auto) split_group(const Exec& exec, computed_for<Exec>& computed, const E& e) {
-  constexpr bool rebuilt = is_reduce_v<E> || (E::kind == node_kind::elementwise && reduction_count_v<E> > 0);
-  if constexpr (!rebuilt || (!Every && splits_nothing<R, M, E>())) return (e);
-  else return rebuild_over(e, [&]<class A>(const A& x) {
+  return replace_leaving<R, M, Every>(e, [&]<class A>(const A& x) {
     if constexpr (Every && is_reduce_v<A>) {
       // Its operand is reduction-free now: fallback kernels, no fresh assign_fused (whose checks
       // the whole expression has passed, and whose fast paths a rare path does not need). A
@@ -178,12 +190,10 @@ decltype(auto) split_group(const Exec& exec, computed_for<Exec>& computed, const
       run_fallback_reduction_of(exec, computed.arena, destination_of(tmp), r);
       computed.add(x, tmp.data());
       return tmp;
-    } else if constexpr (stays_in_group<A, R, M>) {
-      return split_group<R, M, Every>(exec, computed, x);
     } else {
       return materialise_group(exec, computed, x);
     }
-  });  // the operands' kernels run left to right, as the plan lists them
+  });
 }
 
 // `otherwise` runs where the kernel declines (run's result false).

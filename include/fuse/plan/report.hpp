@@ -453,24 +453,15 @@ void emit_column_pairs_first(const E& e, plan_builder& p) {
 }
 
 // Group e (rank R, row axes M) as the CPU executor runs it: each reduction that leaves the group
-// replaced by a view of its result (as split_group<R, M, false> in core/assign.hpp does), here a
-// contiguous view of no data: nothing reads it, and a result is never copied or overlapped.
+// replaced by a view of its result (replace_leaving, as split_group<R, M, false> in
+// core/assign.hpp), here a contiguous view of no data: nothing reads it, and a result is never
+// copied or overlapped.
 template <std::size_t R, std::uint32_t M, class E>
 auto planned_group(const E& e) {
-  if constexpr (!is_reduce_v<E> && !(E::kind == node_kind::elementwise && reduction_count_v<E> > 0)) {
-    return e;
-  } else if constexpr (splits_nothing<R, M, E>()) {
-    return e;
-  } else {
-    return rebuild_over(e, [&]<class A>(const A& a) {
-      if constexpr (stays_in_group<A, R, M>) {
-        return planned_group<R, M>(a);
-      } else {
-        using V = basic_view<typename A::value_type, dextents<A::rank>, false, memory_space::host>;
-        return V(static_cast<typename A::value_type*>(nullptr), extents_from_shape<A::rank, dextents<A::rank>>(a.shape()));
-      }
-    });
-  }
+  return replace_leaving<R, M, false>(e, []<class A>(const A& a) {
+    using V = basic_view<typename A::value_type, dextents<A::rank>, false, memory_space::host>;
+    return V(static_cast<typename A::value_type*>(nullptr), extents_from_shape<A::rank, dextents<A::rank>>(a.shape()));
+  });
 }
 
 // The bytes that fuse::cpu's row kernel for group e (rank R, row axes M; over `shape`, one value
@@ -491,8 +482,7 @@ index_t planned_row_copies(const E& e, const shape_t<R>& shape, bool one_per_row
       return 0;
     } else {
       const shape_t<E::rank> out = e.shape();
-      destination<typename E::value_type, E::rank> dst{nullptr, out, {}};
-      for (index_t s = 1, d = index_t(E::rank) - 1; d >= 0; --d) dst.strides[std::size_t(d)] = s, s *= out[std::size_t(d)];
+      const destination<typename E::value_type, E::rank> dst{nullptr, out, contiguous_strides(out)};
       bool splats = false;
       if constexpr (column_reducible_v<G>) {
         auto ev = g.child.template evaluator<G::child_rank, 0>(g.child.shape());

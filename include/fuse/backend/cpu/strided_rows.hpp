@@ -207,12 +207,9 @@ class contiguous_rows {
     index_t bytes = 0;
     it.for_each_tracker([&](const tracker& t) {
       if (!needs_copy(t, it.shape) || find_copy(seen, t) != nullptr) return;
-      copied c{t.base, t.elem_bytes, {}, {}, nullptr};
-      std::copy(t.stride, t.stride + R, c.source);
-      bool keep[R];
-      for (std::size_t d = 0; d < R; ++d) keep[d] = t.stride[d] != 0;
-      bytes += dense_strides<R>(it.shape, keep, c.stride) * static_cast<index_t>(t.elem_bytes);
-      seen.push_back(c);
+      index_t elements = 0;
+      seen.push_back(layout_of(t, it.shape, elements));
+      bytes += elements * static_cast<index_t>(t.elem_bytes);
     });
     return bytes;
   }
@@ -252,15 +249,10 @@ class contiguous_rows {
       for (std::size_t d = 0; d < R; ++d) t.stride[d] = c->stride[d];
       return c->data;
     }
-    index_t source[R];
-    for (std::size_t d = 0; d < R; ++d) source[d] = t.stride[d];
-    copied c{t.base, t.elem_bytes, {}, {}, nullptr};
-    std::copy(source, source + R, c.source);
-    bool keep[R];
-    for (std::size_t d = 0; d < R; ++d) keep[d] = source[d] != 0;
-    const index_t elements = dense_strides<R>(shape, keep, c.stride);
+    index_t elements = 0;
+    copied c = layout_of(t, shape, elements);
     c.data = arena_.template make<unsigned char, 1>(shape_t<1>{elements * static_cast<index_t>(t.elem_bytes)}).data();
-    copy_strided<R>(c.data, c.stride, t.base, source, shape, t.elem_bytes, threads);
+    copy_strided<R>(c.data, c.stride, t.base, c.source, shape, t.elem_bytes, threads);
     for (std::size_t d = 0; d < R; ++d) t.stride[d] = c.stride[d];
     copies_.push_back(c);
     return c.data;
@@ -273,6 +265,17 @@ class contiguous_rows {
     index_t stride[R];
     unsigned char* data;
   };
+  // The copy of t's elements over shape, without its data: t's layout (source), the copy's (dense
+  // along the axes t does not broadcast) and its size in elements.
+  static copied layout_of(const tracker& t, const index_t* shape, index_t& elements) {
+    copied c{t.base, t.elem_bytes, {}, {}, nullptr};
+    std::copy(t.stride, t.stride + R, c.source);
+    bool keep[R];
+    for (std::size_t d = 0; d < R; ++d) keep[d] = c.source[d] != 0;
+    elements = dense_strides<R>(shape, keep, c.stride);
+    return c;
+  }
+
   // The copy of t's leaf in its layout among `list`, if there is one.
   static const copied* find_copy(const small_vector<copied, 4>& list, const tracker& t) {
     for (const copied& c : list)
