@@ -62,8 +62,8 @@ case "$config" in
     # the kernels address memory (copies, strided and transposed rows, tiles, batches, masked
     # intervals, the fallback, aliasing, views); the row kernels' numerics files (layers,
     # reductions, online pairs: their kernels run in the differential test, whose rows are blocked
-    # by 40 elements) and the elementwise ops' files are compiled -fsyntax-only: clang still instantiates all of them and reports every warning
-    # (docs/testing.md).
+    # by 40 elements) and the elementwise ops' files are compiled -fsyntax-only: clang still
+    # instantiates all of them and reports every warning (docs/testing.md).
     if [ "$config" = sanitize-ci ]; then
       export FUSE_DIFF_CASES=5000
       syntax_only+=";ops/test_map.cpp;reduce/test_layers.cpp;reduce/test_reductions.cpp;reduce/test_online.cpp"
