@@ -67,6 +67,7 @@ case "$config" in
     if [ "$config" = sanitize-ci ]; then
       export FUSE_DIFF_CASES=5000
       syntax_only+=";ops/test_map.cpp;reduce/test_layers.cpp;reduce/test_reductions.cpp;reduce/test_online.cpp"
+      syntax_only+=";reduce/test_row_vectorised.cpp"
       syntax_only+=";core/test_broadcast.cpp;core/test_generators.cpp"
       syntax_only+=";plan/test_plan_numbers.cpp;plan/test_kernels.cpp"
       syntax_only+=";core/test_transpose_tiles.cpp;reduce/test_strided_rows.cpp;reduce/test_batch.cpp"

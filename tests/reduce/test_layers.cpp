@@ -1,5 +1,6 @@
 // Reduction-broadcast layers: softmax, log_softmax, layer_norm, rms_norm and the same written by
-// hand - one kernel each - against double references, with extreme inputs and in place.
+// hand - one kernel each - against double references (their extreme inputs and in-place rows:
+// test_row_vectorised.cpp).
 #include <limits>
 #include <tuple>
 
@@ -204,21 +205,6 @@ TEST_CASE("softmax into a large misaligned destination (streaming stores)") {
   CHECK(total / double(m) < 1e-5);
 }
 
-TEST_CASE("softmax of +-1e4 logits, of all -inf rows (NaN), logsumexp of -inf (-inf)") {
-  fuse::tensor<float, 2> x(3, 4);
-  const float inf = std::numeric_limits<float>::infinity();
-  const float vals[] = {1e4f, -1e4f, 0.f, 1e4f, -1e4f, -1e4f, -1e4f + 1, -1e4f, -inf, -inf, -inf, -inf};
-  std::copy(vals, vals + 12, x.data());
-  auto y = fuse::eval(fuse::softmax(x, fuse::axis<-1>));
-  CHECK(y(0, 0) == Approx(0.5f));
-  CHECK(y(0, 1) == 0.f);
-  CHECK(y(1, 2) == Approx(std::exp(1.0) / (3 + std::exp(1.0))));
-  for (index_t j = 0; j < 4; ++j) CHECK(std::isnan(y(2, j)));
-  auto l = fuse::eval(fuse::logsumexp(x, fuse::axis<-1>));
-  CHECK(l(0, 0) == Approx(1e4f + std::log(2.f)));
-  CHECK(l(2, 0) == -inf);
-}
-
 TEST_CASE("layer_norm and rms_norm, library and hand-written, one kernel each") {
   const index_t m = 67, n = 515;
   auto x = random<float, 2>({m, n}, 21, 990, 1010);  // mean ~1e3: cancellation-prone
@@ -369,63 +355,6 @@ TEST_CASE("a training batch norm over NCHW is one row kernel: rows of N runs of 
   const auto wantd = batch_norm_ref(xd, gd, bd);
   const auto yd = fuse::eval(fuse::relu((xd - fuse::mean(xd, fuse::axes<0, 2, 3>)) * fuse::rsqrt(fuse::var(xd, fuse::axes<0, 2, 3>) + 1e-5) * gd + bd));
   for (index_t i = 0; i < yd.size(); ++i) REQUIRE(close(yd.data()[i], wantd[std::size_t(i)], 1e-12, 1e-12));
-}
-
-// Float sums over rows of very short runs (reduce_runs): no float lane takes more than 15
-// additions before it moves into the double total. Counted by elements instead, runs of 2 gave
-// two lanes 128 additions each: 1.3e-6 relative on 65536 equal terms (a review's probe).
-TEST_CASE("float sums over rows of runs of 2-8 elements stay accurate") {
-  for (index_t k : {2, 3, 4, 8}) {
-    for (float v : {0.1f, 0.3f, 0.9f, 1.7f}) {
-      CAPTURE(k, v);
-      const index_t n = 65536 / k;
-      auto z = fuse::eval(fuse::full<float>(fuse::shape_t<3>{n, 2, k}, v));
-      const double want = double(v) * double(n * k);
-      for (int threads : {1, 2}) {
-        const auto r = fuse::eval(fuse::cpu{.threads = threads}, fuse::sum(z, fuse::axes<0, 2>));
-        for (index_t c = 0; c < 2; ++c) REQUIRE(close(r(0, c, 0), want, 4e-7));
-      }
-    }
-  }
-}
-
-// A softmax over axes 0 and 2 of [a, m, k], rows of a short runs of k (their lanes carried from run
-// to run): a NaN in one run, -inf in all of another row (NaN, as NumPy), a row whose largest values
-// are in its last run; against double loops.
-TEST_CASE("softmax over rows of short runs: NaN, -inf rows, the maximum in the last run") {
-  const auto nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
-  for (index_t k : {1, 5, 37, 200}) {
-    CAPTURE(k);
-    const index_t a = 23, m = 4;
-    auto x = random<float, 3>({a, m, k}, 80 + unsigned(k), -4, 4);
-    x(11, 1, k - 1) = nan;                                                // row 1: NaN in a middle run's tail
-    for (index_t i = 0; i < a; ++i)
-      for (index_t j = 0; j < k; ++j) x(i, 2, j) = -inf;                  // row 2: all -inf
-    for (index_t j = 0; j < k; ++j) x(a - 1, 3, j) += 9.f;                // row 3: its maximum in the last run
-    auto shifted = x - fuse::max(x, fuse::axes<0, 2>);
-    const auto e = fuse::exp(shifted) / fuse::sum(fuse::exp(shifted), fuse::axes<0, 2>);
-    static_assert(fuse::kernels_v<decltype(e)> == 1);
-    for (int threads : {1, 2}) {
-      CAPTURE(threads);
-      const auto y = fuse::eval(fuse::cpu{.threads = threads}, e);
-      const auto d = fuse::eval(fuse::cpu{.threads = threads}, shifted);  // the max alone: NaN must reach it
-      for (index_t r = 0; r < m; ++r) {
-        CAPTURE(r);
-        std::vector<double> row;
-        for (index_t i = 0; i < a; ++i)
-          for (index_t j = 0; j < k; ++j) row.push_back(x(i, r, j));
-        const double mx = ref_max(row);
-        double sum = 0;
-        for (double v : row) sum += std::exp(v - mx);
-        for (index_t i = 0; i < a; ++i)
-          for (index_t j = 0; j < k; ++j) {
-            const double ref = std::isnan(mx) || std::isinf(mx) ? std::numeric_limits<double>::quiet_NaN() : std::exp(double(x(i, r, j)) - mx) / sum;
-            REQUIRE(close(y(i, r, j), ref, 2e-5, 1e-30));
-            REQUIRE(close(d(i, r, j), double(x(i, r, j)) - mx, 1e-6, 1e-6));
-          }
-      }
-    }
-  }
 }
 
 TEST_CASE("a group broken at run time: each reduction a one-phase kernel, innermost first, in plan and values") {
@@ -598,20 +527,6 @@ TEST_CASE("reduction-broadcast expressions assigned into a destination of higher
       for (index_t j = 0; j < 5; ++j) CHECK(close(s(k, i, j), soft[std::size_t(j)], 2e-5, 1e-12));
     }
   }
-}
-
-TEST_CASE("in place: x = x - max(x, axis<-1>) and x = softmax(x)") {
-  auto x = random<float, 2>({40, 300}, 31);
-  auto copy = x;
-  x = x - fuse::max(x, fuse::axis<-1>);
-  for (index_t r = 0; r < 40; ++r) {
-    std::vector<double> row(copy.data() + r * 300, copy.data() + (r + 1) * 300);
-    for (index_t j = 0; j < 300; ++j) REQUIRE(x(r, j) == float(copy(r, j) - float(ref_max(row))));
-  }
-  auto y = copy;
-  y = fuse::softmax(y, fuse::axis<-1>);
-  auto fresh = fuse::eval(fuse::softmax(copy, fuse::axis<-1>));
-  for (index_t i = 0; i < y.size(); ++i) REQUIRE(y.data()[i] == fresh.data()[i]);
 }
 
 TEST_CASE("softmax over a non-trailing axis and over rows of length 1") {

@@ -1,9 +1,9 @@
 // Online pairs (cpu/row_online.hpp): rows longer than 16 KiB take softmax's max and
-// sum(exp(x - max)), or layer norm's mean and variance, in one pass, block by block. softmax
-// rescales the running sum and the buffered exponentials whenever the running max rises: rows
-// built so that it rises in every block (or never after the first), start with blocks of -inf, or
-// meet NaN and +inf late. Layer norm combines the blocks' means and squares: data of mean 1e3, a
-// trend, NaN and inf. All against double references.
+// sum(exp(x - max)), or layer norm's mean and variance, in one pass, block by block. Here: strided
+// and misaligned operands, which pair a kernel finds, rows of several axes, column pairs. The long
+// rows' values (a running max that rises in every block, blocks of -inf, NaN and +inf late, data
+// of mean 1e3 and 1e4, rows split across threads) are tested in test_row_vectorised.cpp, built
+// optimised so that they run the vector code. All against double references.
 #include "reduce_support.hpp"
 
 using namespace rt;
@@ -12,69 +12,7 @@ namespace {
 
 constexpr float inf = std::numeric_limits<float>::infinity();
 
-// softmax of row r of x [m, n] in double.
-std::vector<double> softmax_row(const fuse::tensor<float, 2>& x, index_t r) {
-  const index_t n = x.extent(1);
-  std::vector<double> row(x.data() + r * n, x.data() + (r + 1) * n);
-  const double mx = ref_max(row);
-  double s = 0;
-  for (double v : row) s += std::exp(v - mx);
-  for (double& v : row) v = std::exp(v - mx) / s;
-  return row;
-}
-
-// logsumexp of row r of x in double: -inf for a row of -inf, +inf with a +inf element, NaN with a NaN.
-double logsumexp_row(const fuse::tensor<float, 2>& x, index_t r) {
-  const index_t n = x.extent(1);
-  const std::vector<double> row(x.data() + r * n, x.data() + (r + 1) * n);
-  const double mx = ref_max(row);
-  if (std::isinf(mx) || std::isnan(mx)) return mx;
-  double s = 0;
-  for (double v : row) s += std::exp(v - mx);
-  return mx + std::log(s);
-}
-
-// Rows of 3 blocks (4096 floats) and a SIMD tail: noise plus a trend, so that the running max
-// rises block after block (or is set by the first block), -inf over the first 1.5 blocks, NaN or
-// +inf in the last block, every element -inf.
-fuse::tensor<float, 2> patterned_rows(index_t n) {
-  auto x = random<float, 2>({7, n}, 11, -4, 4);
-  for (index_t i = 0; i < n; ++i) {
-    x(0, i) += 0.002f * float(i);  // rising: each block's max above the last
-    x(1, i) -= 0.002f * float(i);  // falling: the first block holds the max
-    if (i < 6000) x(2, i) = -inf;  // leading -inf blocks, finite after
-    x(6, i) = -inf;                // all -inf: NaN, as NumPy
-  }
-  x(3, n - 5) = std::numeric_limits<float>::quiet_NaN();  // NaN late: a NaN row
-  x(4, n - 3000) = inf;                                   // +inf late: a NaN row (inf - inf)
-  x(5, n - 1) = 60.f;                                     // one large logit at the very end
-  return x;
-}
-
 }  // namespace
-
-TEST_CASE("online softmax and logsumexp over long rows: rising, falling, -inf, NaN and +inf, against the reference") {
-  for (index_t n : {index_t(4097), index_t(3 * 4096 + 17), index_t(70001)}) {
-    CAPTURE(n);
-    const auto x = patterned_rows(n);
-    auto y = fuse::eval(fuse::softmax(x, fuse::axis<-1>));
-    auto ly = fuse::eval(fuse::log_softmax(x, fuse::axis<-1>));
-    auto hand = fuse::eval(fuse::exp(x - fuse::max(x, fuse::axis<-1>)) / fuse::sum(fuse::exp(x - fuse::max(x, fuse::axis<-1>)), fuse::axis<-1>));
-    auto lse = fuse::eval(fuse::logsumexp(x, fuse::axis<-1>));
-    for (index_t r = 0; r < x.extent(0); ++r) {
-      CAPTURE(r);
-      const auto ref = softmax_row(x, r);
-      REQUIRE(close(lse(r, 0), logsumexp_row(x, r), 1e-6, 1e-6));
-      for (index_t j = 0; j < n; ++j) {
-        REQUIRE(close(y(r, j), ref[j], 2e-5, 1e-30));
-        REQUIRE(close(hand(r, j), ref[j], 2e-5, 1e-30));
-        const double lref = std::log(ref[j]);
-        if (std::isinf(lref)) REQUIRE(ly(r, j) == float(lref));
-        else REQUIRE(close(ly(r, j), lref, 2e-5, 2e-5));
-      }
-    }
-  }
-}
 
 TEST_CASE("online softmax through strided and misaligned views and a misaligned destination") {
   const index_t m = 5, n = 9000;
@@ -98,106 +36,6 @@ TEST_CASE("online softmax through strided and misaligned views and a misaligned 
       double s = 0;
       for (double v : row) s += std::exp(v - mx);
       for (index_t j = 0; j < n; ++j) REQUIRE(close(y(r, j), std::exp(row[std::size_t(j)] - mx) / s, 2e-5, 1e-30));
-    }
-  }
-}
-
-TEST_CASE("online mean and variance over long rows: layer norm, var and the hand-written form, mean 1e3, NaN and inf") {
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  for (index_t n : {index_t(4097), index_t(3 * 4096 + 17), index_t(70001)}) {
-    CAPTURE(n);
-    auto x = random<float, 2>({5, n}, 13, -2, 2);
-    for (index_t i = 0; i < n; ++i) {
-      x(0, i) += 1000.f;              // mean 1e3: cancellation if squares were summed about 0
-      x(1, i) += 0.001f * float(i);   // a trend: the blocks' means differ
-    }
-    x(3, n - 7) = nan;  // NaN late: a NaN row
-    x(4, n / 2) = inf;  // inf: NaN (inf - inf)
-    auto gamma = random<float, 1>({n}, 14, 0.5, 1.5);
-    auto beta = random<float, 1>({n}, 15, -1, 1);
-    auto y = fuse::eval(fuse::layer_norm(x, gamma, beta));
-    auto v = fuse::eval(fuse::var(x, fuse::axis<-1>));
-    auto centred = x - fuse::mean(x, fuse::axis<-1>);
-    auto hand = fuse::eval(centred / fuse::sqrt(fuse::mean(fuse::square(centred), fuse::axis<-1>) + 1e-5f));
-    for (index_t r = 0; r < x.extent(0); ++r) {
-      CAPTURE(r);
-      const std::vector<double> row(x.data() + r * n, x.data() + (r + 1) * n);
-      const double mu = ref_mean(row), var = ref_var(row);
-      REQUIRE(close(v(r, 0), var, 1e-5, 1e-9));
-      const double inv = 1 / std::sqrt(var + 1e-5);
-      for (index_t j = 0; j < n; ++j) {
-        const double z = (row[std::size_t(j)] - mu) * inv;
-        REQUIRE(close(y(r, j), z * gamma(j) + beta(j), 2e-4, 2e-4));
-        REQUIRE(close(hand(r, j), z, 2e-4, 2e-4));
-      }
-    }
-  }
-}
-
-// Chan's update is first-order in the blocks' means' error: block sums in float lanes gave var a
-// relative error of 4.8e-5 on 8192 elements of mean 1e4 (a probe, 2026-12-03); two-pass gave 6.5e-7.
-TEST_CASE("online variance of a long row with mean 1e4 is as accurate as two-pass") {
-  for (index_t n : {index_t(5000), index_t(8192), index_t(65536)}) {
-    CAPTURE(n);
-    auto x = random<float, 1>({n}, 21, -1, 1);
-    for (index_t i = 0; i < n; ++i) x(i) += 1e4f;
-    const std::vector<double> row(x.data(), x.data() + n);
-    const double var = ref_var(row);
-    CHECK(close(fuse::eval(fuse::var(x)), var, 1e-6, 0));
-    CHECK(close(fuse::eval(fuse::cpu{.threads = 1}, fuse::var(x)), var, 1e-6, 0));
-    auto rows = fuse::eval(fuse::var(fuse::reshape(x, 1, n), fuse::axis<-1>));
-    CHECK(close(rows(0, 0), var, 1e-6, 0));
-  }
-}
-
-// One long row on two threads (fewer rows than threads: the row is split, cpu/row_kernel.hpp's
-// run_split_online_pair): each thread's range runs the pair online and the parts are combined -
-// the running maxima and rescaled sums, or Chan's update of the ranges' means and squares.
-TEST_CASE("online pairs over a row split across threads: softmax, logsumexp, layer norm, var of a whole vector") {
-  const fuse::cpu two{2};
-  const index_t n = 70001;  // two threads' worth (threads_for), blocks of 4096 and a tail per range
-  const auto rows = patterned_rows(n);
-  for (index_t r = 0; r < rows.extent(0); ++r) {
-    CAPTURE(r);
-    fuse::tensor<float, 2> x(1, n);
-    std::copy(rows.data() + r * n, rows.data() + (r + 1) * n, x.data());
-    fuse::tensor<float, 2> y(1, n), ly(1, n);
-    fuse::assign(two, y, fuse::softmax(x, fuse::axis<-1>));
-    fuse::assign(two, ly, fuse::log_softmax(x, fuse::axis<-1>));
-    fuse::tensor<float, 0> lse{fuse::shape_t<0>{}};
-    fuse::assign(two, lse, fuse::logsumexp(x));  // every axis: one row of n
-    REQUIRE(close(lse(), logsumexp_row(x, 0), 1e-6, 1e-6));
-    const auto ref = softmax_row(x, 0);
-    for (index_t j = 0; j < n; ++j) {
-      REQUIRE(close(y(0, j), ref[j], 2e-5, 1e-30));
-      const double lref = std::log(ref[j]);
-      if (std::isinf(lref)) REQUIRE(ly(0, j) == float(lref));
-      else REQUIRE(close(ly(0, j), lref, 2e-5, 2e-5));
-    }
-  }
-  // Mean 1e3 and a trend: the two ranges' means differ, so the combination's correction counts.
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  for (int kind = 0; kind < 3; ++kind) {
-    CAPTURE(kind);
-    auto x = random<float, 2>({1, n}, 16, -2, 2);
-    for (index_t i = 0; i < n; ++i) x(0, i) += 1000.f + 0.01f * float(i);
-    if (kind == 1) x(0, n - 3) = nan;
-    if (kind == 2) x(0, n / 3) = inf;
-    auto gamma = random<float, 1>({n}, 17, 0.5, 1.5);
-    auto beta = random<float, 1>({n}, 18, -1, 1);
-    fuse::tensor<float, 2> y(1, n);
-    fuse::assign(two, y, fuse::layer_norm(x, gamma, beta));
-    fuse::tensor<float, 0> v{fuse::shape_t<0>{}};
-    fuse::assign(two, v, fuse::var(x));  // every axis: one row of n
-    const std::vector<double> row(x.data(), x.data() + n);
-    const double mu = ref_mean(row), var = ref_var(row);
-    if (kind == 0) {
-      REQUIRE(close(v(), var, 1e-5, 1e-9));
-      const double inv = 1 / std::sqrt(var + 1e-5);
-      for (index_t j = 0; j < n; ++j) REQUIRE(close(y(0, j), (row[std::size_t(j)] - mu) * inv * gamma(j) + beta(j), 2e-4, 2e-4));
-    } else {
-      REQUIRE(std::isnan(v()));
-      for (index_t j = 0; j < n; ++j) REQUIRE(std::isnan(y(0, j)));
     }
   }
 }
