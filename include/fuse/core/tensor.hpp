@@ -119,10 +119,10 @@ class basic_tensor : public detail::expr_tag {
 
   template <std::integral... I>
     requires(sizeof...(I) == Rank && space != memory_space::device)
-  T& operator()(I... i) { return view()(i...); }
+  T& operator()(I... i) { return data()[detail::row_major_offset(shape_, i...)]; }
   template <std::integral... I>
     requires(sizeof...(I) == Rank && space != memory_space::device)
-  const T& operator()(I... i) const { return view()(i...); }
+  const T& operator()(I... i) const { return data()[detail::row_major_offset(shape_, i...)]; }
 
   // --- leaf protocol (a tensor moved into an expression is read like its view) ---
   template <std::size_t R, std::size_t = 0>

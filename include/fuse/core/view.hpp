@@ -59,11 +59,8 @@ class basic_view : public detail::expr_tag {
   template <std::integral... I>
     requires(sizeof...(I) == rank && Space != memory_space::device)
   T& operator()(I... i) const {
-    const shape_t<rank> idx{static_cast<index_t>(i)...};
-    const auto st = strides();
-    index_t off = 0;
-    for (std::size_t d = 0; d < rank; ++d) off += idx[d] * st[d];
-    return data_[off];
+    if constexpr (Strided) return data_[detail::strided_offset(strides_, i...)];
+    else return data_[detail::row_major_offset(shape(), i...)];
   }
 
   // --- leaf protocol ---
