@@ -11,6 +11,8 @@ command -v clang++ >/dev/null || need+=(clang)
 [ -d /usr/include/eigen3 ] || need+=(libeigen3-dev)
 # clang's AddressSanitizer / UBSan runtime (scripts/test.sh sanitize).
 compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.asan-x86_64.a" >/dev/null || need+=(libclang-rt-dev)
+# LLVM's linker: the test binaries link in a tenth of GNU ld's time with it (tests/CMakeLists.txt).
+command -v ld.lld >/dev/null || need+=(lld)
 [ -f /usr/lib/llvm-14/lib/libomp.so ] || [ -f /usr/lib/x86_64-linux-gnu/libomp.so ] || need+=(libomp-dev)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
