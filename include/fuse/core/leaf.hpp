@@ -34,6 +34,7 @@ constexpr shape_t<R> contiguous_strides(const shape_t<R>& s) {
 // element, ran 33 s at -O0 through a view built per element, 18 s through these).
 template <std::size_t R, class... I>
 constexpr index_t row_major_offset(const shape_t<R>& s, I... i) {
+  static_assert(sizeof...(I) == R, "fuse::row_major_offset: one index per axis");
   [[maybe_unused]] const index_t* e = s.data();
   index_t off = 0;
   [[maybe_unused]] std::size_t d = 0;
@@ -42,6 +43,7 @@ constexpr index_t row_major_offset(const shape_t<R>& s, I... i) {
 }
 template <std::size_t R, class... I>
 constexpr index_t strided_offset(const shape_t<R>& st, I... i) {
+  static_assert(sizeof...(I) == R, "fuse::strided_offset: one index per axis");
   [[maybe_unused]] const index_t* s = st.data();
   index_t off = 0;
   [[maybe_unused]] std::size_t d = 0;
