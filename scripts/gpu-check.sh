@@ -26,14 +26,17 @@ flags+=(-I"$bin/catch2-include")
 # alone, to time against the default in the same run: "slot_tests" (FUSE_ROW_SLOT_TESTS=1, the
 # register kernel with a test per slot, as timed on the H200 until 2026-11-30) and "blocks3"
 # (FUSE_ROW_REGISTER_MIN_BLOCKS=3: 80 registers, some spills, more resident warps); and
-# "unroll2" (FUSE_ELEMENTWISE_UNROLL=2: elementwise threads take 32 bytes of a row at a time).
-variants=("" chunk16 slot_tests blocks3 unroll2)
+# "unroll2" (FUSE_ELEMENTWISE_UNROLL=2: elementwise threads take 32 bytes of a row at a time); and
+# "tested" (FUSE_ROW_EXACT_REGISTERS=0: every register kernel tests each occurrence of the source's
+# type at run time, as before 2026-12-07, against the default's kernels without loads).
+variants=("" chunk16 slot_tests blocks3 unroll2 tested)
 variant_flags() {
   case "$1" in
     chunk16) echo -DFUSE_ROW_CHUNK_BYTES=16 ;;
     slot_tests) echo -DFUSE_ROW_SLOT_TESTS=1 ;;
     blocks3) echo -DFUSE_ROW_REGISTER_MIN_BLOCKS=3 ;;
     unroll2) echo -DFUSE_ELEMENTWISE_UNROLL=2 ;;
+    tested) echo -DFUSE_ROW_EXACT_REGISTERS=0 ;;
   esac
 }
 has_tests() { [ -z "$1" ] || [ "$1" = chunk16 ]; }

@@ -97,25 +97,41 @@ int kept_rows = 0;    // row iterations run with a phase's operand kept for the 
 int vector_loads = 0;   // ... whose rows were read 16 bytes at a time
 int vector_stores = 0;  // ... written 16 bytes at a time
 
-// As row_kernel.cuh's run_registers: the register kernel, keeping an operand where it can.
+int exact_rows = 0;   // row iterations run with every occurrence of the source's type in registers
+int exact_phases = 0; // ... in the phases only (the epilogue tests them)
+
+// As row_kernel.cuh's launch_registers: the register kernel over the marked iteration, keeping an
+// operand where it can.
+template <int Lanes, int P, class RIt, class S>
+void simulate_marked(const RIt& rit, const S& source, fuse::detail::row_vectors vector) {
+  using namespace fuse::detail;
+  constexpr int kept = register_cached_phase<RIt>();
+  if constexpr (kept >= 0) {
+    if (!rit.root_reduction && register_cache_fits<kept>(rit)) {
+      ++kept_rows;
+      return simulate<kept, Lanes, P>(register_cached_iteration<kept>(rit), source, vector);
+    }
+  }
+  simulate<-1, Lanes, P>(rit, source, vector);
+}
+
+// As row_kernel.cuh's run_registers: without loads where every occurrence of the source's type is
+// the source, in the phases or everywhere.
 template <int Lanes, int ChunkBytes, class It>
 void simulate_registers(const It& original) {
   using namespace fuse::detail;
   const auto r = registers_iteration(original);
-  using RIt = std::remove_cvref_t<decltype(r.it)>;
   using S = std::remove_cvref_t<decltype(r.source)>;
   using T = std::remove_pointer_t<decltype(original.out)>;
   constexpr int P = row_chunk_elements<typename S::value_type, T, ChunkBytes>();
   const row_vectors vector = row_vectors_for<P, T, It::rank>(original.out, original.out_stride, r.source);
   vector_loads += vector.load, vector_stores += vector.store;
-  constexpr int kept = register_cached_phase<RIt>();
-  if constexpr (kept >= 0) {
-    if (!r.it.root_reduction && register_cache_fits<kept>(r.it)) {
-      ++kept_rows;
-      return simulate<kept, Lanes, P>(register_cached_iteration<kept>(r.it), r.source, vector);
-    }
+  switch (register_reads_of(r.it)) {
+    case register_reads::all: ++exact_rows; return simulate_marked<Lanes, P>(only_registers<S, true>(r.it), r.source, vector);
+    case register_reads::phases: ++exact_phases; return simulate_marked<Lanes, P>(only_registers<S, false>(r.it), r.source, vector);
+    case register_reads::tested: break;
   }
-  simulate<-1, Lanes, P>(r.it, r.source, vector);
+  simulate_marked<Lanes, P>(r.it, r.source, vector);
 }
 
 // row_kernel<G, Unit> (the re-reading kernel) on the CPU: the `lanes` threads of a row one after
@@ -266,20 +282,34 @@ TEST_CASE("cuda register rows (simulated lane by lane): layers against double", 
       auto y = fuse_test::random_tensor<float>(shape<2>{m, n}, 2 + n + m);
       auto g = fuse_test::random_tensor<float>(shape<1>{n}, 3 + n);
       auto b = fuse_test::random_tensor<float>(shape<1>{n}, 4 + n);
-      int kept_before = kept_rows;
+      int kept_before = kept_rows, exact_before = exact_rows;
       check_layer([](const auto& a) { return fuse::softmax(a, fuse::axis<-1>); }, 1, x);
       CHECK(kept_rows - kept_before == 1);  // exp(x - max) kept from the sum phase for the epilogue
-      kept_before = kept_rows;
+      CHECK(exact_rows - exact_before == 1);  // every occurrence of x's type is x: no loads
+      kept_before = kept_rows, exact_before = exact_rows;
       check_layer([](const auto& a) { return fuse::log_softmax(a, fuse::axis<-1>); }, 1, x);
       CHECK(kept_rows == kept_before);
-      // gamma and beta are loads of the same type as x: they must read memory, not x's registers.
+      CHECK(exact_rows - exact_before == 1);
+      // gamma and beta are loads of the same type as x: they must read memory, not x's registers
+      // (the phases read x alone: only they go without loads).
+      exact_before = exact_rows;
+      int phases_before = exact_phases;
       check_layer([](const auto& a, const auto& gg, const auto& bb) { return fuse::layer_norm(a, gg, bb); }, 1, x, g, b);
       check_layer([](const auto& a, const auto& gg) { return fuse::rms_norm(a, gg); }, 1, x, g);
+      CHECK(exact_phases - phases_before == 2);
       // Two inputs: the registers hold x (phase 0's first load); y is read from memory each time.
+      phases_before = exact_phases;
       check_layer([](const auto& a, const auto& c) { return fuse::softmax(a * c, fuse::axis<-1>) + c; }, 1, x, y);
+      check_layer([](const auto& a, const auto& c) { return fuse::softmax(a, fuse::axis<-1>) + c; }, 1, x, y);
+      CHECK(exact_phases - phases_before == 1);  // the second: y in the epilogue alone
+      CHECK(exact_rows == exact_before);
+      // The same tensor twice, as two leaves: both are the source.
+      check_layer([](const auto& a, const auto& c) { return fuse::softmax(a * c, fuse::axis<-1>) + c; }, 1, x, x);
+      CHECK(exact_rows - exact_before == 1);
       check_layer([](const auto& a) { return a - fuse::max(a, fuse::axis<-1>); }, 1, x);
       check_layer([](const auto& a) { return fuse::sum(a * a, fuse::axis<-1>); }, 1, x);
-      CHECK(block_rows - block_before == (n > 1024 ? 7 : 0));
+      CHECK(exact_rows - exact_before == 3);
+      CHECK(block_rows - block_before == (n > 1024 ? 9 : 0));
     }
   }
   // Empty rows: no lane reads, and a reduction root still writes its identity for each row.

@@ -122,12 +122,17 @@ __global__ void __launch_bounds__(row_block) row_kernel(It it) {
 // the 32-bit registers a lane's row values need (the source's N values plus, with a kept operand,
 // N more), 3 blocks for fp32 softmax (64 data registers: 0.625 x copy, 0.565 with 4), 4 for layer
 // norm fp32 and bf16 softmax and layer norm (0.508 vs 0.475, 0.33 vs 0.308, 0.27 vs 0.235).
+// Kernels without loads in their phases (Exact: only_registers) need fewer: ptxas (sm_90, nvcc
+// 13) fits fp32 and bf16 softmax, keeping exp(x - max), in 96 registers unconstrained and in 80
+// with 16-20 bytes of spills (3 blocks; the testing kernel spills 102-140 there), log_softmax in
+// 64 without spills (4 blocks).
 // FUSE_ROW_REGISTER_MIN_BLOCKS sets one count for every kernel (to measure).
-template <class V, class KeptT, bool Keeps>
+template <class V, class KeptT, bool Keeps, bool Exact>
 constexpr int register_min_blocks() {
 #ifdef FUSE_ROW_REGISTER_MIN_BLOCKS
   return FUSE_ROW_REGISTER_MIN_BLOCKS;
 #else
+  if constexpr (Exact && !FUSE_ROW_SLOT_TESTS) return Keeps ? 3 : 4;
   if constexpr (!FUSE_ROW_SLOT_TESTS) return 2;
   constexpr std::size_t data = row_lane_elements * (sizeof(V) + (Keeps ? sizeof(KeptT) : 0)) / 4;
   return data > 48 ? 3 : 4;
@@ -139,8 +144,14 @@ template <int Kept, class It, class S>
 using kept_value_t = std::conditional_t<
     (Kept >= 0), typename std::remove_cvref_t<decltype(get<std::size_t(Kept < 0 ? 0 : Kept)>(std::declval<It&>().phases).child)>::value_type,
     typename S::value_type>;
+// Does the iteration read the source from registers alone (only_registers)? Phase 0's operand
+// holds the source.
+template <class It, class S>
+inline constexpr bool only_registers_v =
+    occurrences<register_value<S>, std::remove_cvref_t<decltype(get<0>(std::declval<It&>().phases).child)>>::value > 0;
 template <int Kept, class It, class S>
-inline constexpr int register_blocks_v = register_min_blocks<typename S::value_type, kept_value_t<Kept, It, S>, (Kept >= 0)>();
+inline constexpr int register_blocks_v =
+    register_min_blocks<typename S::value_type, kept_value_t<Kept, It, S>, (Kept >= 0), only_registers_v<It, S>>();
 
 #ifndef FUSE_ROW_REGISTER_WAVES
 #define FUSE_ROW_REGISTER_WAVES 0
@@ -198,33 +209,51 @@ __global__ void __launch_bounds__(row_block, (register_blocks_v<Kept, It, S>))
   }
 }
 
-// Launches the register kernel for rows held by Lanes threads, keeping an operand where it can.
-template <int Lanes, class It>
-void run_registers(const cuda& exec, const It& it, index_t sms) {
-  const auto r = registers_iteration(it);
+// Launches the register kernel for rows held by Lanes threads over the marked iteration rit
+// (registers_iteration's, or only_registers of it), keeping an operand where it can.
+template <int Lanes, class RIt, class S>
+void launch_registers(const cuda& exec, const RIt& rit, const S& source, row_vectors vector, index_t sms) {
   const index_t rows_per_block = row_block / Lanes;
   // FUSE_ROW_REGISTER_WAVES > 0: at most that many waves of resident blocks, each warp looping
   // over rows (measured against one row per warp: docs/performance.md).
   auto blocks = [&](int resident) {
     const index_t cap = FUSE_ROW_REGISTER_WAVES > 0 ? sms * resident * FUSE_ROW_REGISTER_WAVES : sms * 32;
-    return static_cast<unsigned>(std::min<index_t>((it.rows() + rows_per_block - 1) / rows_per_block, cap));
+    return static_cast<unsigned>(std::min<index_t>((rit.rows() + rows_per_block - 1) / rows_per_block, cap));
   };
-  using RIt = std::remove_cvref_t<decltype(r.it)>;
-  using S = std::remove_cvref_t<decltype(r.source)>;
-  using T = std::remove_pointer_t<decltype(it.out)>;
-  const row_vectors vector = row_vectors_for<row_chunk_elements<typename S::value_type, T>(), T, It::rank>(it.out, it.out_stride, r.source);
   constexpr int kept = register_cached_phase<RIt>();
   if constexpr (kept >= 0) {
-    if (!it.root_reduction && register_cache_fits<kept>(r.it)) {
-      const auto kit = register_cached_iteration<kept>(r.it);
+    if (!rit.root_reduction && register_cache_fits<kept>(rit)) {
+      const auto kit = register_cached_iteration<kept>(rit);
       constexpr int resident = register_blocks_v<kept, std::remove_cvref_t<decltype(kit)>, S>;
-      row_kernel_registers<kept, Lanes><<<blocks(resident), row_block, 0, exec.stream>>>(kit, r.source, vector);
+      row_kernel_registers<kept, Lanes><<<blocks(resident), row_block, 0, exec.stream>>>(kit, source, vector);
       cuda_check(cudaGetLastError(), "cuda: row kernel (registers, kept operand) launch");
       return;
     }
   }
-  row_kernel_registers<-1, Lanes><<<blocks(register_blocks_v<-1, RIt, S>), row_block, 0, exec.stream>>>(r.it, r.source, vector);
+  row_kernel_registers<-1, Lanes><<<blocks(register_blocks_v<-1, RIt, S>), row_block, 0, exec.stream>>>(rit, source, vector);
   cuda_check(cudaGetLastError(), "cuda: row kernel (registers) launch");
+}
+
+// The register kernel for rows held by Lanes threads: without loads of the source's type where
+// every occurrence is the source (in the phases, or everywhere: only_registers), else testing
+// each at run time. (An epilogue without such occurrences needs no separate "all" variant.)
+template <int Lanes, class It>
+void run_registers(const cuda& exec, const It& it, index_t sms) {
+  const auto r = registers_iteration(it);
+  using S = std::remove_cvref_t<decltype(r.source)>;
+  using T = std::remove_pointer_t<decltype(it.out)>;
+  const row_vectors vector = row_vectors_for<row_chunk_elements<typename S::value_type, T>(), T, It::rank>(it.out, it.out_stride, r.source);
+  if constexpr (FUSE_ROW_EXACT_REGISTERS) {
+    constexpr bool epilogue_reads = occurrences<register_or_load<S>, decltype(r.it.eval)>::value > 0;
+    switch (register_reads_of(r.it)) {
+      case register_reads::all: return launch_registers<Lanes>(exec, only_registers<S, true>(r.it), r.source, vector, sms);
+      case register_reads::phases:
+        if constexpr (epilogue_reads) return launch_registers<Lanes>(exec, only_registers<S, false>(r.it), r.source, vector, sms);
+        break;
+      case register_reads::tested: break;
+    }
+  }
+  launch_registers<Lanes>(exec, r.it, r.source, vector, sms);
 }
 
 // Stage 1 of a split root reduction: block b reduces its share of every row into partial[row][b].

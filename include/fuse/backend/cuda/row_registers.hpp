@@ -159,28 +159,94 @@ auto mark_registers(const E& e, const S& source) {
   }
 }
 
+// The phases (a tuple of phase_eval) with each operand e replaced by f(e).
+template <class... P, class F>
+auto with_phase_operands(const tuple<P...>& phases, F&& f) {
+  return detail::apply(
+      [&](const auto&... p) {
+        auto one = [&]<class Q>(const Q& q) {
+          auto child = f(q.child);
+          using Out = phase_eval<typename Q::op, typename Q::acc_type, typename Q::result_type, Q::slot, decltype(child)>;
+          return Out{child, q.count};
+        };
+        return make_tuple_of(one(p)...);
+      },
+      phases);
+}
+
 // The row iteration with its epilogue and phases reading the registers, and the source itself.
 template <class T, std::size_t R, class Ev, class Ph>
 auto registers_iteration(const row_iteration<T, R, Ev, Ph>& it) {
   using S = row_source_t<row_iteration<T, R, Ev, Ph>>;
   const S source = first_occurrence<S>(get<0>(it.phases).child);
-  auto ev = mark_registers<S>(it.eval, source);
-  auto phases = detail::apply(
-      [&](const auto&... p) {
-        auto one = [&]<class P>(const P& q) {
-          auto child = mark_registers<S>(q.child, source);
-          using Q = phase_eval<typename P::op, typename P::acc_type, typename P::result_type, P::slot, decltype(child)>;
-          return Q{child, q.count};
-        };
-        return make_tuple_of(one(p)...);
-      },
-      it.phases);
-  auto marked = with_evaluators(it, ev, phases);
+  auto mark = [&](const auto& e) { return mark_registers<S>(e, source); };
+  auto marked = with_evaluators(it, mark(it.eval), with_phase_operands(it.phases, mark));
   struct result {
     decltype(marked) it;
     S source;
   };
   return result{marked, source};
+}
+
+// FUSE_ROW_EXACT_REGISTERS=0: every register kernel tests each occurrence of the source's type
+// at run time, as before 2026-12-07 (to compare the two in one GPU run).
+#ifndef FUSE_ROW_EXACT_REGISTERS
+#define FUSE_ROW_EXACT_REGISTERS 1
+#endif
+
+// An occurrence of the source's type that the host found to be the source: the register value.
+// register_or_load's predicated load needs the element's address whether it loads or not: ptxas
+// computed a lane's 32 addresses per occurrence and kept them in registers (fp32 softmax: 128
+// registers, 2 blocks per multiprocessor; docs/design.md §5). Where the host finds that every
+// occurrence in the phases is the source (softmax, layer norm, rms norm: their reductions read x
+// alone), the kernel runs with these in place of register_or_load in the phases, and in the
+// epilogue too where every occurrence there is the source as well (softmax, not layer norm,
+// whose gamma and beta are loads of x's type).
+template <class L>
+struct register_value {
+  using value_type = typename L::value_type;
+  FUSE_HOST_DEVICE FUSE_INLINE void seek(const index_t*) {}
+  FUSE_HOST_DEVICE FUSE_INLINE void bind(const row_slot*) {}
+  template <bool Unit, class V, class... Env>
+  FUSE_HOST_DEVICE FUSE_INLINE value_type at(index_t, const V& reg, const Env&...) const {
+    return static_cast<value_type>(reg);
+  }
+  template <class F>
+  void for_each_tracker(F&&) {}
+};
+
+// Is every register_or_load in e the source (in_register)?
+template <class E>
+bool all_in_registers(const E& e) {
+  if constexpr (requires { e.load; e.in_register; }) {
+    return e.in_register;
+  } else if constexpr (requires { e.args; }) {
+    bool all = true;
+    for_each(e.args, [&](const auto& a) { all = all && all_in_registers(a); });
+    return all;
+  } else {
+    return true;
+  }
+}
+
+// Where a marked iteration's occurrences of the source's type are all the source: nowhere, in
+// the phases, or everywhere (the phases and the epilogue).
+enum class register_reads { tested, phases, all };
+template <class T, std::size_t R, class Ev, class Ph>
+register_reads register_reads_of(const row_iteration<T, R, Ev, Ph>& it) {
+  bool phases = true;
+  for_each(it.phases, [&](const auto& p) { phases = phases && all_in_registers(p.child); });
+  if (!phases) return register_reads::tested;
+  return all_in_registers(it.eval) ? register_reads::all : register_reads::phases;
+}
+
+// The marked iteration (registers_iteration) with every register_or_load<S> of the phases a
+// register_value<S>, and of the epilogue too where Epilogue.
+template <class S, bool Epilogue, class T, std::size_t R, class Ev, class Ph>
+auto only_registers(const row_iteration<T, R, Ev, Ph>& it) {
+  auto replace = [](const auto& e) { return substitute<register_or_load<S>>(e, register_value<S>{}); };
+  if constexpr (Epilogue) return with_evaluators(it, replace(it.eval), with_phase_operands(it.phases, replace));
+  else return with_evaluators(it, it.eval, with_phase_operands(it.phases, replace));
 }
 
 // The phase whose operand values the register kernel keeps for the epilogue, or -1.
