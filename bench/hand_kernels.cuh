@@ -1,11 +1,12 @@
 // bench/hand_kernels.cuh - hand-written CUDA kernels for the benchmark's workloads: the "x hand"
 // baseline of bench_cuda.cu, as the CPU benchmarks compare with a hand-written OpenMP loop.
 //
-// What a competent hand writes for these shapes, nothing tuned per GPU: 16-byte loads and stores,
-// grid-stride loops for the elementwise work, and for rows of exactly 1024 elements one warp per
-// row with the row in registers (each lane holds 32 elements as 16-byte chunks; warp shuffles
-// reduce; loops unrolled, so that the row stays in registers). The accurate expf / tanhf, as fuse uses accurate functions. Inputs must be 16-byte
-// aligned (cudaMalloc's are); the host wrappers check the shapes they support.
+// What a competent hand writes for these shapes, nothing tuned per GPU: 16-byte loads and stores
+// of the data (gamma and beta are read element by element), grid-stride loops for the elementwise
+// work, and for rows of exactly 1024 elements one warp per row with the row in registers (each
+// lane holds 32 elements as 16-byte chunks; warp shuffles reduce; loops unrolled, so that the row
+// stays in registers). The accurate expf / tanhf, as fuse uses accurate functions. Inputs must be
+// 16-byte aligned (cudaMalloc's are); the host wrappers check the shapes they support.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -27,7 +28,7 @@ __global__ void axpby_relu(float a, const float4* x, float b, const float4* w, f
   }
 }
 
-// gelu, tanh approximation, as fuse::gelu defines it.
+// gelu, tanh approximation: fuse::gelu's function (fuse computes it as x * sigmoid(2u), the same).
 __device__ inline float gelu(float x) { return 0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x))); }
 
 // y[m, n] = gelu(x[m, n] + bias[n]) (n % 4 == 0).

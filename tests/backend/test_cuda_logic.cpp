@@ -100,38 +100,45 @@ int vector_stores = 0;  // ... written 16 bytes at a time
 int exact_rows = 0;   // row iterations run with every occurrence of the source's type in registers
 int exact_phases = 0; // ... in the phases only (the epilogue tests them)
 
-// As row_kernel.cuh's launch_registers: the register kernel over the marked iteration, keeping an
-// operand where it can.
-template <int Lanes, int P, class RIt, class S>
-void simulate_marked(const RIt& rit, const S& source, fuse::detail::row_vectors vector) {
+// As row_kernel.cuh's launch_registers: the source's occurrences without loads where `reads`
+// allows, in the phases and, where every occurrence left there is the source, the epilogue.
+template <int Kept, int Lanes, int P, class It, class S>
+void simulate_reads(const It& it, const S& source, fuse::detail::row_vectors vector, fuse::detail::register_reads reads) {
   using namespace fuse::detail;
-  constexpr int kept = register_cached_phase<RIt>();
-  if constexpr (kept >= 0) {
-    if (!rit.root_reduction && register_cache_fits<kept>(rit)) {
-      ++kept_rows;
-      return simulate<kept, Lanes, P>(register_cached_iteration<kept>(rit), source, vector);
+  constexpr bool epilogue_reads = occurrences<register_or_load<S>, decltype(it.eval)>::value > 0;
+  if (reads == register_reads::all || (reads == register_reads::phases && !epilogue_reads)) {
+    ++exact_rows;
+    return simulate<Kept, Lanes, P>(only_registers<S, true>(it), source, vector);
+  }
+  if constexpr (epilogue_reads) {
+    if (reads == register_reads::phases) {
+      ++exact_phases;
+      return simulate<Kept, Lanes, P>(only_registers<S, false>(it), source, vector);
     }
   }
-  simulate<-1, Lanes, P>(rit, source, vector);
+  simulate<Kept, Lanes, P>(it, source, vector);
 }
 
-// As row_kernel.cuh's run_registers: without loads where every occurrence of the source's type is
-// the source, in the phases or everywhere.
+// As row_kernel.cuh's run_registers: the register kernel, keeping an operand where it can.
 template <int Lanes, int ChunkBytes, class It>
 void simulate_registers(const It& original) {
   using namespace fuse::detail;
   const auto r = registers_iteration(original);
+  using RIt = std::remove_cvref_t<decltype(r.it)>;
   using S = std::remove_cvref_t<decltype(r.source)>;
   using T = std::remove_pointer_t<decltype(original.out)>;
   constexpr int P = row_chunk_elements<typename S::value_type, T, ChunkBytes>();
   const row_vectors vector = row_vectors_for<P, T, It::rank>(original.out, original.out_stride, r.source);
   vector_loads += vector.load, vector_stores += vector.store;
-  switch (register_reads_of(r.it)) {
-    case register_reads::all: ++exact_rows; return simulate_marked<Lanes, P>(only_registers<S, true>(r.it), r.source, vector);
-    case register_reads::phases: ++exact_phases; return simulate_marked<Lanes, P>(only_registers<S, false>(r.it), r.source, vector);
-    case register_reads::tested: break;
+  const register_reads reads = register_reads_of(r.it);
+  constexpr int kept = register_cached_phase<RIt>();
+  if constexpr (kept >= 0) {
+    if (!r.it.root_reduction && register_cache_fits<kept>(r.it)) {
+      ++kept_rows;
+      return simulate_reads<kept, Lanes, P>(register_cached_iteration<kept>(r.it), r.source, vector, reads);
+    }
   }
-  simulate_marked<Lanes, P>(r.it, r.source, vector);
+  simulate_reads<-1, Lanes, P>(r.it, r.source, vector, reads);
 }
 
 // row_kernel<G, Unit> (the re-reading kernel) on the CPU: the `lanes` threads of a row one after
@@ -300,8 +307,10 @@ TEST_CASE("cuda register rows (simulated lane by lane): layers against double", 
       // Two inputs: the registers hold x (phase 0's first load); y is read from memory each time.
       phases_before = exact_phases;
       check_layer([](const auto& a, const auto& c) { return fuse::softmax(a * c, fuse::axis<-1>) + c; }, 1, x, y);
+      kept_before = kept_rows;
       check_layer([](const auto& a, const auto& c) { return fuse::softmax(a, fuse::axis<-1>) + c; }, 1, x, y);
       CHECK(exact_phases - phases_before == 1);  // the second: y in the epilogue alone
+      CHECK(kept_rows - kept_before == 1);       // ... which still reads exp(x - max) kept
       CHECK(exact_rows == exact_before);
       // The same tensor twice, as two leaves: both are the source.
       check_layer([](const auto& a, const auto& c) { return fuse::softmax(a * c, fuse::axis<-1>) + c; }, 1, x, x);

@@ -124,8 +124,9 @@ __global__ void __launch_bounds__(row_block) row_kernel(It it) {
 // norm fp32 and bf16 softmax and layer norm (0.508 vs 0.475, 0.33 vs 0.308, 0.27 vs 0.235).
 // Kernels without loads in their phases (Exact: only_registers) need fewer: ptxas (sm_90, nvcc
 // 13) fits fp32 and bf16 softmax, keeping exp(x - max), in 96 registers unconstrained and in 80
-// with 16-20 bytes of spills (3 blocks; the testing kernel spills 102-140 there), log_softmax in
-// 64 without spills (4 blocks).
+// with 16-36 bytes of spills (3 blocks; the testing kernel spills 102-140 there), log_softmax in
+// 64 without spills, layer norm with 16-32 (4 blocks). A heuristic for other expressions: the
+// data registers are the same, the rest of the work is what spills.
 // FUSE_ROW_REGISTER_MIN_BLOCKS sets one count for every kernel (to measure).
 template <class V, class KeptT, bool Keeps, bool Exact>
 constexpr int register_min_blocks() {
@@ -209,51 +210,53 @@ __global__ void __launch_bounds__(row_block, (register_blocks_v<Kept, It, S>))
   }
 }
 
-// Launches the register kernel for rows held by Lanes threads over the marked iteration rit
-// (registers_iteration's, or only_registers of it), keeping an operand where it can.
-template <int Lanes, class RIt, class S>
-void launch_registers(const cuda& exec, const RIt& rit, const S& source, row_vectors vector, index_t sms) {
+// Launches row_kernel_registers<Kept, Lanes> over `it` as it is.
+template <int Kept, int Lanes, class It, class S>
+void launch_register_kernel(const cuda& exec, const It& it, const S& source, row_vectors vector, index_t sms) {
   const index_t rows_per_block = row_block / Lanes;
   // FUSE_ROW_REGISTER_WAVES > 0: at most that many waves of resident blocks, each warp looping
   // over rows (measured against one row per warp: docs/performance.md).
-  auto blocks = [&](int resident) {
-    const index_t cap = FUSE_ROW_REGISTER_WAVES > 0 ? sms * resident * FUSE_ROW_REGISTER_WAVES : sms * 32;
-    return static_cast<unsigned>(std::min<index_t>((rit.rows() + rows_per_block - 1) / rows_per_block, cap));
-  };
-  constexpr int kept = register_cached_phase<RIt>();
-  if constexpr (kept >= 0) {
-    if (!rit.root_reduction && register_cache_fits<kept>(rit)) {
-      const auto kit = register_cached_iteration<kept>(rit);
-      constexpr int resident = register_blocks_v<kept, std::remove_cvref_t<decltype(kit)>, S>;
-      row_kernel_registers<kept, Lanes><<<blocks(resident), row_block, 0, exec.stream>>>(kit, source, vector);
-      cuda_check(cudaGetLastError(), "cuda: row kernel (registers, kept operand) launch");
-      return;
-    }
-  }
-  row_kernel_registers<-1, Lanes><<<blocks(register_blocks_v<-1, RIt, S>), row_block, 0, exec.stream>>>(rit, source, vector);
-  cuda_check(cudaGetLastError(), "cuda: row kernel (registers) launch");
+  constexpr int resident = register_blocks_v<Kept, It, S>;
+  const index_t cap = FUSE_ROW_REGISTER_WAVES > 0 ? sms * resident * FUSE_ROW_REGISTER_WAVES : sms * 32;
+  const auto blocks = static_cast<unsigned>(std::min<index_t>((it.rows() + rows_per_block - 1) / rows_per_block, cap));
+  row_kernel_registers<Kept, Lanes><<<blocks, row_block, 0, exec.stream>>>(it, source, vector);
+  cuda_check(cudaGetLastError(), Kept >= 0 ? "cuda: row kernel (registers, kept operand) launch" : "cuda: row kernel (registers) launch");
 }
 
-// The register kernel for rows held by Lanes threads: without loads of the source's type where
-// every occurrence is the source (in the phases, or everywhere: only_registers), else testing
-// each at run time. (An epilogue without such occurrences needs no separate "all" variant.)
+// The register kernel over the marked iteration `it` (Kept >= 0: its epilogue reads phase Kept's
+// operand through the hole), the source's occurrences read from registers without loads where
+// `reads` (register_reads_of, decided before the hole) allows: in the phases, and in the epilogue
+// too where every occurrence left there is the source (only_registers).
+template <int Kept, int Lanes, class It, class S>
+void launch_registers(const cuda& exec, const It& it, const S& source, row_vectors vector, register_reads reads, index_t sms) {
+  if constexpr (FUSE_ROW_EXACT_REGISTERS) {
+    constexpr bool epilogue_reads = occurrences<register_or_load<S>, decltype(it.eval)>::value > 0;
+    if (reads == register_reads::all || (reads == register_reads::phases && !epilogue_reads))
+      return launch_register_kernel<Kept, Lanes>(exec, only_registers<S, true>(it), source, vector, sms);
+    if constexpr (epilogue_reads) {
+      if (reads == register_reads::phases)
+        return launch_register_kernel<Kept, Lanes>(exec, only_registers<S, false>(it), source, vector, sms);
+    }
+  }
+  launch_register_kernel<Kept, Lanes>(exec, it, source, vector, sms);
+}
+
+// The register kernel for rows held by Lanes threads, keeping an operand where it can: without
+// loads of the source's type where every occurrence is the source, else testing each at run time.
 template <int Lanes, class It>
 void run_registers(const cuda& exec, const It& it, index_t sms) {
   const auto r = registers_iteration(it);
+  using RIt = std::remove_cvref_t<decltype(r.it)>;
   using S = std::remove_cvref_t<decltype(r.source)>;
   using T = std::remove_pointer_t<decltype(it.out)>;
   const row_vectors vector = row_vectors_for<row_chunk_elements<typename S::value_type, T>(), T, It::rank>(it.out, it.out_stride, r.source);
-  if constexpr (FUSE_ROW_EXACT_REGISTERS) {
-    constexpr bool epilogue_reads = occurrences<register_or_load<S>, decltype(r.it.eval)>::value > 0;
-    switch (register_reads_of(r.it)) {
-      case register_reads::all: return launch_registers<Lanes>(exec, only_registers<S, true>(r.it), r.source, vector, sms);
-      case register_reads::phases:
-        if constexpr (epilogue_reads) return launch_registers<Lanes>(exec, only_registers<S, false>(r.it), r.source, vector, sms);
-        break;
-      case register_reads::tested: break;
-    }
+  const register_reads reads = register_reads_of(r.it);
+  constexpr int kept = register_cached_phase<RIt>();
+  if constexpr (kept >= 0) {
+    if (!r.it.root_reduction && register_cache_fits<kept>(r.it))
+      return launch_registers<kept, Lanes>(exec, register_cached_iteration<kept>(r.it), r.source, vector, reads, sms);
   }
-  launch_registers<Lanes>(exec, r.it, r.source, vector, sms);
+  launch_registers<-1, Lanes>(exec, r.it, r.source, vector, reads, sms);
 }
 
 // Stage 1 of a split root reduction: block b reduces its share of every row into partial[row][b].
