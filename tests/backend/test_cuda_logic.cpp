@@ -100,23 +100,15 @@ int vector_stores = 0;  // ... written 16 bytes at a time
 int exact_rows = 0;   // row iterations run with every occurrence of the source's type in registers
 int exact_phases = 0; // ... in the phases only (the epilogue tests them)
 
-// As row_kernel.cuh's launch_registers: the source's occurrences without loads where `reads`
-// allows, in the phases and, where every occurrence left there is the source, the epilogue.
+// As row_kernel.cuh's launch_registers: the choice is with_register_reads', counted here.
 template <int Kept, int Lanes, int P, class It, class S>
 void simulate_reads(const It& it, const S& source, fuse::detail::row_vectors vector, fuse::detail::register_reads reads) {
-  using namespace fuse::detail;
-  constexpr bool epilogue_reads = occurrences<register_or_load<S>, decltype(it.eval)>::value > 0;
-  if (reads == register_reads::all || (reads == register_reads::phases && !epilogue_reads)) {
-    ++exact_rows;
-    return simulate<Kept, Lanes, P>(only_registers<S, true>(it), source, vector);
-  }
-  if constexpr (epilogue_reads) {
-    if (reads == register_reads::phases) {
-      ++exact_phases;
-      return simulate<Kept, Lanes, P>(only_registers<S, false>(it), source, vector);
-    }
-  }
-  simulate<Kept, Lanes, P>(it, source, vector);
+  using fuse::detail::register_reads;
+  fuse::detail::with_register_reads<S>(it, reads, [&](const auto& run, register_reads how) {
+    exact_rows += how == register_reads::all;
+    exact_phases += how == register_reads::phases;
+    simulate<Kept, Lanes, P>(run, source, vector);
+  });
 }
 
 // As row_kernel.cuh's run_registers: the register kernel, keeping an operand where it can.

@@ -224,21 +224,12 @@ void launch_register_kernel(const cuda& exec, const It& it, const S& source, row
 }
 
 // The register kernel over the marked iteration `it` (Kept >= 0: its epilogue reads phase Kept's
-// operand through the hole), the source's occurrences read from registers without loads where
-// `reads` (register_reads_of, decided before the hole) allows: in the phases, and in the epilogue
-// too where every occurrence left there is the source (only_registers).
+// operand through the hole), without loads where `reads` allows (with_register_reads).
 template <int Kept, int Lanes, class It, class S>
 void launch_registers(const cuda& exec, const It& it, const S& source, row_vectors vector, register_reads reads, index_t sms) {
-  if constexpr (FUSE_ROW_EXACT_REGISTERS) {
-    constexpr bool epilogue_reads = occurrences<register_or_load<S>, decltype(it.eval)>::value > 0;
-    if (reads == register_reads::all || (reads == register_reads::phases && !epilogue_reads))
-      return launch_register_kernel<Kept, Lanes>(exec, only_registers<S, true>(it), source, vector, sms);
-    if constexpr (epilogue_reads) {
-      if (reads == register_reads::phases)
-        return launch_register_kernel<Kept, Lanes>(exec, only_registers<S, false>(it), source, vector, sms);
-    }
-  }
-  launch_register_kernel<Kept, Lanes>(exec, it, source, vector, sms);
+  with_register_reads<S>(it, reads, [&](const auto& run, register_reads) {
+    launch_register_kernel<Kept, Lanes>(exec, run, source, vector, sms);
+  });
 }
 
 // The register kernel for rows held by Lanes threads, keeping an operand where it can: without

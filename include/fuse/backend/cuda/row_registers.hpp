@@ -249,6 +249,23 @@ auto only_registers(const row_iteration<T, R, Ev, Ph>& it) {
   else return with_evaluators(it, it.eval, with_phase_operands(it.phases, replace));
 }
 
+// f(run, how) with `run` the iteration the register kernel runs: `it` (marked, after any hole)
+// with the source's occurrences read without loads where `reads` (register_reads_of, decided
+// before the hole) allows, in the phases and, where every occurrence left there is the source,
+// the epilogue; `how` says which. The CUDA launcher and the CPU tests' simulation both choose here.
+template <class S, class It, class F>
+void with_register_reads(const It& it, register_reads reads, F&& f) {
+  if constexpr (FUSE_ROW_EXACT_REGISTERS) {
+    constexpr bool epilogue_reads = occurrences<register_or_load<S>, decltype(it.eval)>::value > 0;
+    if (reads == register_reads::all || (reads == register_reads::phases && !epilogue_reads))
+      return f(only_registers<S, true>(it), register_reads::all);
+    if constexpr (epilogue_reads) {
+      if (reads == register_reads::phases) return f(only_registers<S, false>(it), register_reads::phases);
+    }
+  }
+  f(it, register_reads::tested);
+}
+
 // The phase whose operand values the register kernel keeps for the epilogue, or -1.
 template <class It>
 constexpr int register_cached_phase() {
